@@ -1,0 +1,204 @@
+"""Core records: problems, verdicts and episodes.
+
+Every record is a plain dataclass that turns into JSON-ready dicts with
+``to_dict`` and back with ``from_dict``.  Metrics, reports and training data
+are computed from these dicts, never from live environment objects, so the
+on-disk format is the contract: ``Episode.schema_version`` is bumped whenever
+a field changes meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DOMAINS = ("math", "omni_math", "codeforces", "debug", "linguini", "arc", "brainteaser")
+"""The domains every protocol supports."""
+
+VerdictStatus = Literal["correct", "incorrect", "error"]
+VERDICT_STATUSES = ("correct", "incorrect", "error")
+
+EPISODE_SCHEMA_VERSION = 1
+
+
+def _from_known_fields(cls, data: dict) -> Any:
+    """Build a dataclass from a dict, refusing unknown keys (typos are bugs)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown field(s) {sorted(unknown)}")
+    return cls(**data)
+
+
+@dataclass
+class Problem:
+    """One problem of a domain.
+
+    Attributes:
+        id: stable identifier, unique within its source (e.g. ``"math/test/algebra/1234"``).
+        domain: one of :data:`DOMAINS`.
+        question: the problem statement as shown to the student.
+        answer: reference final answer: a string for math/text domains, the
+            list of test output grids for ARC, ``None`` for code domains.
+        solution: reference worked solution (text) or reference program (code).
+        tests: test cases for code domains, ``None`` elsewhere. Either
+            ``{"kind": "stdio", "cases": [{"input": str, "output": str}, ...]}`` or
+            ``{"kind": "function", "entry_point": str, "setup": str,
+            "cases": [{"code": str}, ...]}`` where each case's code runs with
+            ``candidate`` bound to the entry point.  Optional ``time_limit_s``
+            (per test) and ``memory_limit_mb`` keys carry the problem's limits.
+        fields: the domain's own fields (ARC training pairs, buggy code for
+            debugging, accepted aliases for teasers, ...).
+        metadata: provenance and labels: ``source``, ``split``, ``license``,
+            ``difficulty``, ``skill``, ``topic``, generator ``seed``, ...
+    """
+
+    id: str
+    domain: str
+    question: str
+    answer: Any = None
+    solution: str | None = None
+    tests: dict | None = None
+    fields: dict = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.domain not in DOMAINS:
+            raise ValueError(f"unknown domain {self.domain!r}; expected one of {DOMAINS}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Problem:
+        return _from_known_fields(cls, dict(data))
+
+
+@dataclass
+class Verdict:
+    """The result of checking one response.
+
+    ``status`` is three-valued: ``"error"`` means the grader could not decide
+    (crash, timeout, unparsable judge output) and must never be read as a
+    wrong answer.  ``score`` is in [0, 1] (a pass rate for code, 1/0 otherwise).
+    """
+
+    status: VerdictStatus
+    score: float = 0.0
+    answer: Any = None
+    feedback: str = ""
+    details: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in VERDICT_STATUSES:
+            raise ValueError(f"verdict status must be one of {VERDICT_STATUSES}, got {self.status!r}")
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "correct"
+
+    @classmethod
+    def error(cls, feedback: str, **details: Any) -> Verdict:
+        return cls(status="error", score=0.0, feedback=feedback, details=details)
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["correct"] = self.correct
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Verdict:
+        data = dict(data)
+        data.pop("correct", None)
+        return _from_known_fields(cls, data)
+
+
+@dataclass
+class Attempt:
+    """One student output that was verified: a baseline, a continuation after
+    an intervention, or an attempt of the feedback protocol."""
+
+    text: str
+    answer: Any = None
+    verdict: dict | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    finish_reason: str | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Attempt:
+        return _from_known_fields(cls, dict(data))
+
+
+@dataclass
+class Episode:
+    """The one record every protocol writes (monitor, feedback, tutor, human).
+
+    Fields a protocol does not use keep their empty defaults.
+
+    Attributes:
+        protocol: ``"monitor"``, ``"feedback"`` or ``"tutor"``.
+        condition: monitor ``"standard"``/``"oracle"``; feedback mode
+            (``"teacher"``, ``"self_refine"``, ``"self_feedback"``); tutor phase set.
+        student, teacher, judge: model specs (``"human:<id>"`` for people).
+        config: the env options that shaped the episode (increment, post, ...).
+        baseline: the student's unassisted attempt (monitor protocol).
+        steps: one dict per teacher decision: ``{"step", "revealed_chars",
+            "action", "message", ...}``.
+        intervention: the monitor intervention, if any: position, τ_abs, τ_rel,
+            message, quote, and the post-intervention ``Attempt`` dict.
+        attempts: feedback/tutor attempts in order; ``feedback`` holds the
+            teacher message given before each retry.
+        solved_at: 1-based attempt index of the first correct attempt, or ``None``.
+        reward, reward_components: what the env returned, with its parts.
+        tokens: token counts per role; timings: seconds per phase.
+        error: set when a model or grader failed; such episodes are retried on resume.
+    """
+
+    protocol: str
+    problem_id: str
+    domain: str
+    student: str
+    teacher: str | None = None
+    judge: str | None = None
+    condition: str | None = None
+    seed: int | None = None
+    config: dict = field(default_factory=dict)
+    baseline: dict | None = None
+    steps: list = field(default_factory=list)
+    intervention: dict | None = None
+    attempts: list = field(default_factory=list)
+    feedback: list = field(default_factory=list)
+    solved_at: int | None = None
+    reward: float = 0.0
+    reward_components: dict = field(default_factory=dict)
+    tokens: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
+    error: str | None = None
+    episode_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    schema_version: int = EPISODE_SCHEMA_VERSION
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Episode:
+        data = dict(data)
+        version = data.get("schema_version", EPISODE_SCHEMA_VERSION)
+        if version > EPISODE_SCHEMA_VERSION:
+            raise ValueError(
+                f"episode schema version {version} is newer than this intbench "
+                f"({EPISODE_SCHEMA_VERSION}); upgrade intbench to read it"
+            )
+        return _from_known_fields(cls, data)
