@@ -128,6 +128,7 @@ class Attempt:
     completion_tokens: int = 0
     seconds: float = 0.0
     finish_reason: str | None = None
+    error: str | None = None  # the model call failed; there is no answer to score
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -1,0 +1,158 @@
+"""Machinery every protocol env shares: problems, models, cached student calls."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from intbench.agents.base import ChatBackend, Completion, SamplingParams
+from intbench.cache import JsonCache, stable_hash
+from intbench.envs.flows import Generate, Verify
+from intbench.records import Attempt, Problem, Verdict
+from intbench.verifiers import verify
+
+logger = logging.getLogger(__name__)
+
+_BACKENDS: dict[str, ChatBackend] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def shared_backend(model: str | ChatBackend) -> ChatBackend:
+    """Load a model once per process, so many envs (a vector env) share its weights."""
+    if not isinstance(model, str):
+        return model
+    with _BACKENDS_LOCK:
+        if model not in _BACKENDS:
+            from intbench.agents.backends import load_backend
+
+            _BACKENDS[model] = load_backend(model)
+        return _BACKENDS[model]
+
+
+def backend_name(model: str | ChatBackend) -> str:
+    return model if isinstance(model, str) else getattr(model, "spec", type(model).__name__)
+
+
+def resolve_problems(
+    domain: str,
+    problems: Sequence[Problem | dict] | None,
+    source: str,
+    split: str | None,
+    n: int | None,
+    data_seed: int,
+) -> list[Problem]:
+    """The env's problem list: given explicitly, or loaded from a source."""
+    if problems is not None:
+        resolved = [p if isinstance(p, Problem) else Problem.from_dict(p) for p in problems]
+    else:
+        from intbench.envs.domains import load_problems
+
+        resolved = load_problems(domain, source=source, split=split, n=n, seed=data_seed)
+    if not resolved:
+        raise ValueError(f"no problems for domain {domain!r} (source={source!r}, split={split!r})")
+    wrong = [p.id for p in resolved if p.domain != domain]
+    if wrong:
+        raise ValueError(f"problems {wrong[:3]} are not of domain {domain!r}")
+    return resolved
+
+
+class ProblemPool:
+    """Draws problems in a seeded random order, each once per pass.
+
+    ``reset(seed=s)`` restarts the order for seed ``s``; ``reset()`` moves on.
+    ``options={"problem_index": i}`` or ``{"problem_id": "..."}`` picks one.
+    """
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        self._index = {p.id: i for i, p in enumerate(problems)}
+        self._order: np.ndarray | None = None
+        self._cursor = 0
+
+    def draw(self, np_random: np.random.Generator, reseeded: bool, options: dict | None) -> Problem:
+        options = options or {}
+        if "problem_id" in options:
+            try:
+                return self.problems[self._index[options["problem_id"]]]
+            except KeyError:
+                raise ValueError(f"unknown problem_id {options['problem_id']!r}") from None
+        if "problem_index" in options:
+            index = int(options["problem_index"])
+            if not 0 <= index < len(self.problems):
+                raise ValueError(f"problem_index {index} out of range 0..{len(self.problems) - 1}")
+            return self.problems[index]
+        if reseeded or self._order is None or self._cursor >= len(self._order):
+            self._order = np_random.permutation(len(self.problems))
+            self._cursor = 0
+        problem = self.problems[int(self._order[self._cursor])]
+        self._cursor += 1
+        return problem
+
+
+def sampling_from(options: dict | SamplingParams | None, **defaults: Any) -> SamplingParams:
+    """Build sampling parameters from an options dict over per-role defaults."""
+    if isinstance(options, SamplingParams):
+        return options
+    merged = {**defaults, **(options or {})}
+    try:
+        return SamplingParams(**merged)
+    except TypeError as exc:
+        raise ValueError(f"bad sampling options {options!r}: {exc}") from None
+
+
+def attempt_from(completion: Completion, verdict: Verdict | None, seconds: float = 0.0) -> Attempt:
+    return Attempt(
+        text=completion.text,
+        answer=verdict.answer if verdict else None,
+        verdict=verdict.to_dict() if verdict else None,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        seconds=seconds,
+        finish_reason=completion.finish_reason,
+        error=completion.error,
+    )
+
+
+def cached_student_call(
+    cache: JsonCache,
+    student: str,
+    messages: list[dict],
+    sampling: SamplingParams,
+    problem: Problem,
+    verifier=verify,
+):
+    """Flow: the student's answer to ``messages``, from the cache or generated.
+
+    The key covers the student, the exact prompt, the sampling parameters and
+    the seed, never the teacher, so any teacher and condition reuse it.  The
+    verdict is recomputed on every use (verifiers are cheap and may improve).
+    Returns ``(attempt, from_cache)``; failed generations are not cached.
+    """
+    key = stable_hash("student-call", student, messages, sampling.__dict__)
+    entry = cache.get(key)
+    from_cache = entry is not None
+    if entry is None:
+        completion: Completion = yield Generate("student", messages, sampling)
+        if completion.error:
+            return Attempt(text="", finish_reason="error", error=completion.error), False
+        entry = {
+            "text": completion.text,
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "finish_reason": completion.finish_reason,
+        }
+        cache.put(key, entry)
+    verdict: Verdict = yield Verify(problem, entry["text"], verifier)
+    attempt = Attempt(
+        text=entry["text"],
+        answer=verdict.answer,
+        verdict=verdict.to_dict(),
+        prompt_tokens=entry["prompt_tokens"],
+        completion_tokens=entry["completion_tokens"],
+        finish_reason=entry["finish_reason"],
+    )
+    return attempt, from_cache

@@ -1,0 +1,141 @@
+"""Episode logic as flows of requests, so many episodes can share one model.
+
+An environment writes each model-dependent phase (drawing the baseline,
+continuing after an intervention, a feedback retry) as a generator that
+*yields* requests — :class:`Generate` for a model call, :class:`Verify` for a
+verifier call — and receives their results.  A single env runs its flow
+request by request; a batched driver advances many flows together and serves
+their pending requests in one batched ``generate`` call per model and one
+thread pool for the verifiers.  The episode logic is written once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Generator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from intbench.agents.base import ChatBackend, Completion, SamplingParams
+from intbench.records import Problem, Verdict
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Generate:
+    """Ask the model playing ``role`` to complete ``messages``."""
+
+    role: str
+    messages: list[dict]
+    sampling: SamplingParams
+
+
+@dataclass
+class Verify:
+    """Check ``text`` against ``problem`` with ``verifier``."""
+
+    problem: Problem
+    text: str
+    verifier: Callable[[Problem, str], Verdict]
+
+
+Request = Generate | Verify
+Flow = Generator[Request, Any, Any]
+
+
+class RequestExecutor:
+    """Serves flow requests: model calls by role, verifier calls in a thread pool.
+
+    A failing backend call does not raise into the flow: the flow receives a
+    :class:`Completion` with ``error`` set and ``finish_reason="error"`` and
+    decides what the episode records.
+    """
+
+    def __init__(self, backends: dict[str, ChatBackend], verify_threads: int = 8):
+        self.backends = backends
+        self._pool = ThreadPoolExecutor(max_workers=verify_threads, thread_name_prefix="intbench-verify")
+
+    def generate(self, requests: list[Generate]) -> list[Completion]:
+        results: list[Completion | None] = [None] * len(requests)
+        # One batched call per (role, sampling without seed): a batch shares one
+        # seed, the first of its requests, so batched runs stay reproducible.
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for index, request in enumerate(requests):
+            key = (request.role, *dataclasses.astuple(dataclasses.replace(request.sampling, seed=None)))
+            groups[key].append(index)
+        for indices in groups.values():
+            first = requests[indices[0]]
+            backend = self.backends.get(first.role)
+            batch = [requests[i].messages for i in indices]
+            if backend is None:
+                outputs = [_failed(f"no model configured for role {first.role!r}")] * len(batch)
+            else:
+                try:
+                    outputs = backend.generate(batch, first.sampling)
+                except Exception as exc:  # a backend failure becomes an episode error, not a crash
+                    logger.exception("%s backend failed on a batch of %d", first.role, len(batch))
+                    outputs = [_failed(f"{type(exc).__name__}: {exc}")] * len(batch)
+            for index, output in zip(indices, outputs, strict=True):
+                results[index] = output
+        return results  # type: ignore[return-value]
+
+    def verify(self, requests: list[Verify]) -> list[Verdict]:
+        if len(requests) == 1:
+            request = requests[0]
+            return [request.verifier(request.problem, request.text)]
+        futures = [self._pool.submit(r.verifier, r.problem, r.text) for r in requests]
+        return [future.result() for future in futures]
+
+    def serve(self, requests: list[Request]) -> list[Any]:
+        """Answer a mixed list of requests, preserving order."""
+        answers: list[Any] = [None] * len(requests)
+        gen_idx = [i for i, r in enumerate(requests) if isinstance(r, Generate)]
+        ver_idx = [i for i, r in enumerate(requests) if isinstance(r, Verify)]
+        if len(gen_idx) + len(ver_idx) != len(requests):
+            bad = next(r for r in requests if not isinstance(r, Generate | Verify))
+            raise TypeError(f"a flow yielded {type(bad).__name__}, expected Generate or Verify")
+        for i, out in zip(gen_idx, self.generate([requests[i] for i in gen_idx]), strict=True):
+            answers[i] = out
+        for i, out in zip(ver_idx, self.verify([requests[i] for i in ver_idx]), strict=True):
+            answers[i] = out
+        return answers
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _failed(message: str) -> Completion:
+    return Completion(text="", finish_reason="error", error=message)
+
+
+def run_flow(flow: Flow, executor: RequestExecutor) -> Any:
+    """Run one flow to completion and return its value."""
+    return run_flows([flow], executor)[0]
+
+
+def run_flows(flows: list[Flow], executor: RequestExecutor) -> list[Any]:
+    """Advance all flows together, batching whatever they ask for at each round."""
+    results: list[Any] = [None] * len(flows)
+    pending: dict[int, Request] = {}
+    for index, flow in enumerate(flows):
+        _advance(flows, index, None, pending, results, first=True)
+    while pending:
+        order = list(pending)
+        answers = executor.serve([pending[i] for i in order])
+        pending.clear()
+        for index, answer in zip(order, answers, strict=True):
+            _advance(flows, index, answer, pending, results)
+    return results
+
+
+def _advance(flows, index, answer, pending, results, first=False) -> None:
+    try:
+        request = next(flows[index]) if first else flows[index].send(answer)
+    except StopIteration as stop:
+        results[index] = stop.value
+        return
+    pending[index] = request

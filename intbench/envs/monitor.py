@@ -1,0 +1,486 @@
+"""The monitor protocol (Int-Bench): watch a student's reasoning, decide when to help.
+
+On ``reset`` a problem is drawn and the student's unassisted baseline (trace,
+answer, verdict) is taken from the on-disk cache or generated once.  Then:
+
+* **Standard** condition: each step reveals the next increment of the trace
+  (a cumulative prefix).  ``wait`` reveals more; ``intervene`` injects the
+  teacher's message after the revealed prefix, the student continues (or must
+  answer at once, ``post="stop"``), the verifier scores the new answer and the
+  episode ends.  A teacher that never intervenes sees the whole trace in
+  ``len(cuts)`` steps and the episode ends without an intervention.
+* **Oracle** condition: one step.  The observation holds the whole trace, the
+  student's answer and the verdict; the action says whether to intervene, the
+  message, and where (a character ``position`` or a ~5-word ``quote`` of the
+  trace, located by a three-stage search; see :mod:`intbench.envs.quotes`).
+
+Observation (``Dict``): ``problem``, ``transcript`` (revealed prefix, or the
+whole trace for Oracle), ``reference`` (the reference solution when
+``teacher_access`` is on, else ""), ``student_answer`` and ``verdict``
+(Oracle only: 0 incorrect, 1 correct, 2 hidden/unknown), ``step``,
+``revealed_chars`` and ``finished`` (1 once the whole trace is shown).
+
+Action (``Dict``): ``intervene`` (0/1), ``message`` (str), and for Oracle
+``position`` (int, -1 = unset) and ``quote`` (str).  Also accepted: a bare
+0/1, a dict with only some keys, and a dict with an ``error`` string (what a
+wrapper sends when it cannot parse a reply).  Malformed actions (unknown type, bad
+values, ``intervene=1`` with an empty message) count as *wait* (Standard) or
+*no intervention* (Oracle), are logged, and are reported in
+``info["action_error"]``; they never raise.  Raw teacher text in the paper's
+format is accepted through :class:`intbench.envs.wrappers.TeacherTextActions`.
+
+``info`` holds ``messages`` (the paper's teacher prompt for this step as chat
+messages, ready for any LLM client), ``problem_id``, ``step``,
+``revealed_chars``, and ``privileged`` (``total_chars`` and
+``baseline_correct``: for scripted baselines such as ``at:0.5`` and
+``oracle``, not for the teacher being evaluated).  At the end it adds
+``reward_components`` and ``episode`` (the episode record without wall-clock
+timings, which stay out of ``info`` so that seeded runs compare equal; the
+full record is ``env.unwrapped.last_episode``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from intbench.agents.base import ChatBackend
+from intbench.cache import JsonCache
+from intbench.envs import flows
+from intbench.envs.common import (
+    ProblemPool,
+    attempt_from,
+    backend_name,
+    cached_student_call,
+    resolve_problems,
+    sampling_from,
+    shared_backend,
+)
+from intbench.envs.domains.prompting import render_messages
+from intbench.envs.increments import cut_points, parse_increment
+from intbench.envs.quotes import QuoteMatch, final_answer_start, locate_quote
+from intbench.envs.rewards import monitor_components, resolve_weights, weighted_reward
+from intbench.envs.spaces import UnicodeText, as_counter, counter
+from intbench.records import Episode, Problem
+from intbench.verifiers import verify
+from intbench.verifiers.leakage import answer_leaked
+
+logger = logging.getLogger(__name__)
+
+CONDITIONS = ("standard", "oracle")
+POST_STRATEGIES = ("continue", "stop")
+TEACHER_PROMPTS = {"paper": "teacher_standard", "v2": "teacher_standard_v2", "v3": "teacher_standard_v3", "append": "teacher_standard_append"}
+
+VERDICT_CODES = {"incorrect": 0, "correct": 1}
+HIDDEN = 2
+MAX_MESSAGE = 8_000
+
+STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
+
+
+class MonitorEnv(gym.Env):
+    """A teacher watches a student's reasoning and decides whether, when and how to intervene.
+
+    Args (all ``gym.make`` keyword arguments; defaults in brackets):
+        domain: problem domain, set by the registered id.
+        student: model spec or backend for the student [``"smollm2"``].
+        source, split, n, data_seed: where problems come from
+            [``"offline"``, domain default, all, 0]; or pass ``problems``.
+        problems: an explicit list of ``Problem`` (or dicts) instead of a source.
+        condition: ``"standard"`` or ``"oracle"`` [``"standard"``].
+        increment: reveal unit: characters (int), ``"sentence"``, ``"tokens:N"`` [50].
+        post: after an intervention the student ``"continue"``s its reasoning or
+            must ``"stop"`` and answer at once [``"continue"``].
+        teacher_access: the teacher sees the reference solution [True].
+        teacher_prompt: ``"paper"`` (reference after the transcript, as in the
+            paper), ``"v2"``/``"v3"`` (the sensitivity-study variants) or
+            ``"append"`` (reference first, so prompts share a growing prefix) [``"paper"``].
+        reward: ``"helpfulness"``, ``"success"``, ``"pedagogical"`` or a
+            ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"helpfulness"``].
+        judge: model spec or backend for an LLM judge that verifies answers
+            instead of the domain verifier [None].
+        student_sampling: dict of sampling options for the student
+            [T=0.7, top_p=0.95, max_tokens=1024].
+        student_seed: seed of the baseline generation; part of the cache key,
+            so all teachers share one baseline per (problem, seed) [0].
+        cache_dir: where baselines are cached [``$INTBENCH_CACHE`` or ``~/.cache/intbench``].
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        domain: str = "math",
+        student: str | ChatBackend = "smollm2",
+        source: str = "offline",
+        split: str | None = None,
+        n: int | None = None,
+        data_seed: int = 0,
+        problems: Sequence[Problem | dict] | None = None,
+        condition: str = "standard",
+        increment: int | str = 50,
+        post: str = "continue",
+        teacher_access: bool = True,
+        teacher_prompt: str = "paper",
+        reward: str | Mapping[str, float] = "helpfulness",
+        judge: str | ChatBackend | None = None,
+        student_sampling: Mapping[str, Any] | None = None,
+        student_seed: int = 0,
+        cache_dir: str | None = None,
+        render_mode: str | None = None,
+    ):
+        if condition not in CONDITIONS:
+            raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
+        if post not in POST_STRATEGIES:
+            raise ValueError(f"post must be one of {POST_STRATEGIES}, got {post!r}")
+        if teacher_prompt not in TEACHER_PROMPTS:
+            raise ValueError(f"teacher_prompt must be one of {sorted(TEACHER_PROMPTS)}, got {teacher_prompt!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        parse_increment(increment)  # fail at construction, not at the first reset
+
+        self.domain = domain
+        self.condition = condition
+        self.increment = increment
+        self.post = post
+        self.teacher_access = bool(teacher_access)
+        self.teacher_prompt = teacher_prompt
+        self.reward_weights = resolve_weights(reward)
+        self.render_mode = render_mode
+        self.student_sampling = sampling_from(student_sampling, **STUDENT_DEFAULTS)
+        self.student_seed = int(student_seed)
+        self.student_spec = backend_name(student)
+        self.judge_spec = None if judge is None else backend_name(judge)
+        self._pool = ProblemPool(resolve_problems(domain, problems, source, split, n, data_seed))
+        self._cache = JsonCache("student", cache_dir)
+
+        student_backend = shared_backend(student)
+        self._verifier = verify
+        backends = {"student": student_backend}
+        if judge is not None:
+            from intbench.verifiers.judge import JudgeVerifier
+
+            self._verifier = JudgeVerifier(shared_backend(judge))
+        self._executor = flows.RequestExecutor(backends)
+
+        self.observation_space = spaces.Dict(
+            {
+                "problem": UnicodeText(),
+                "transcript": UnicodeText(),
+                "reference": UnicodeText(),
+                "student_answer": UnicodeText(),
+                "verdict": spaces.Discrete(3),
+                "step": counter(),
+                "revealed_chars": counter(),
+                "finished": spaces.Discrete(2),
+            }
+        )
+        action = {"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)}
+        if condition == "oracle":
+            action["position"] = spaces.Box(low=-1, high=2**31 - 1, shape=(), dtype=np.int64)
+            action["quote"] = UnicodeText(1_000)
+        self.action_space = spaces.Dict(action)
+
+        self.last_episode: Episode | None = None
+        self._episode: Episode | None = None
+        self._problem: Problem | None = None
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        return flows.run_flow(self.reset_flow(seed=seed, options=options), self._executor)
+
+    def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
+        """Flow version of :meth:`reset`, for drivers that batch many envs' model calls."""
+        gym.Env.reset(self, seed=seed)
+        problem = self._pool.draw(self.np_random, seed is not None, options)
+        started = time.perf_counter()
+        messages = render_messages(problem.domain, "student_baseline", problem=problem)
+        sampling = _with_seed(self.student_sampling, self.student_seed)
+        baseline, from_cache = yield from cached_student_call(
+            self._cache, self.student_spec, messages, sampling, problem, self._verifier
+        )
+        self._problem = problem
+        self._trace = baseline.text
+        self._cuts = cut_points(self._trace, self.increment, self._token_offsets())
+        self._cursor = 0 if self.condition == "standard" else len(self._cuts) - 1
+        verdict = (baseline.verdict or {}).get("status")
+        self._baseline_correct = verdict == "correct"
+        self._verdict_code = VERDICT_CODES.get(verdict, HIDDEN)
+        self._terminated = False
+        self._prompt_parts = None
+        self._episode = Episode(
+            protocol="monitor",
+            problem_id=problem.id,
+            domain=problem.domain,
+            student=self.student_spec,
+            judge=self.judge_spec,
+            condition=self.condition,
+            seed=self.student_seed,
+            config={
+                "increment": self.increment,
+                "post": self.post,
+                "teacher_access": self.teacher_access,
+                "teacher_prompt": self.teacher_prompt,
+                "reward_weights": self.reward_weights,
+                "student_sampling": dict(self.student_sampling.__dict__),
+            },
+            baseline=baseline.to_dict(),
+            tokens={
+                "baseline_prompt": baseline.prompt_tokens,
+                "baseline_completion": baseline.completion_tokens,
+                "baseline_generated": 0 if from_cache else baseline.completion_tokens,
+            },
+            timings={"baseline_s": time.perf_counter() - started},
+            metadata={"problem": problem.metadata, "baseline_from_cache": from_cache},
+            error=f"student failed on the baseline: {baseline.error}" if baseline.error else None,
+            episode_id=self._episode_id(problem),
+        )
+        if baseline.error:
+            logger.warning("baseline generation failed for %s: %s", problem.id, baseline.error)
+        return self._observation(), self._info()
+
+    def _episode_id(self, problem: Problem) -> str:
+        # Deterministic for a seeded run, unique per draw.
+        draw = int(self.np_random.integers(2**63 - 1))
+        return hashlib.sha1(f"{problem.id}|{self.condition}|{draw}".encode()).hexdigest()[:16]
+
+    def _token_offsets(self):
+        tokenizer = getattr(self._executor.backends["student"], "tokenizer", None)
+        if tokenizer is None or parse_increment(self.increment)[0] != "tokens":
+            return None
+
+        def offsets(text: str) -> list[int]:
+            encoded = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
+            return [end for _, end in encoded["offset_mapping"]]
+
+        return offsets
+
+    # ------------------------------------------------------------------- step
+    def step(self, action):
+        return flows.run_flow(self.step_flow(action), self._executor)
+
+    def step_flow(self, action):
+        """Flow version of :meth:`step` (for batched drivers)."""
+        if self._episode is None:
+            raise RuntimeError("call reset() before step()")
+        if self._terminated:
+            raise RuntimeError("episode is over; call reset()")
+        intervene, message, position, quote, action_error = self._parse_action(action)
+        if action_error:
+            logger.info("malformed action on %s: %s", self._problem.id, action_error)
+        revealed = self._cuts[self._cursor]
+        self._episode.steps.append(
+            {
+                "step": len(self._episode.steps),
+                "revealed_chars": revealed,
+                "action": "intervene" if intervene else "wait",
+                "message": message if intervene else None,
+                "action_error": action_error,
+            }
+        )
+        if self.condition == "oracle":
+            match = None
+            if intervene:
+                match = self._locate(position, quote)
+                revealed = match.position
+            yield from self._finish(intervene, message, revealed, match)
+        elif intervene:
+            yield from self._finish(True, message, revealed, None)
+        elif self._cursor == len(self._cuts) - 1:
+            yield from self._finish(False, None, revealed, None)
+        else:
+            self._cursor += 1
+        info = self._info()
+        if action_error:
+            info["action_error"] = action_error
+        if self._terminated:
+            info["reward_components"] = dict(self._episode.reward_components)
+            info["episode"] = {k: v for k, v in self._episode.to_dict().items() if k != "timings"}
+        reward = self._episode.reward if self._terminated else 0.0
+        return self._observation(), reward, self._terminated, False, info
+
+    def _parse_action(self, action) -> tuple[bool, str, int, str, str | None]:
+        """-> (intervene, message, position, quote, error); malformed means no intervention."""
+        if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+            action = {"intervene": int(action)}
+        if not isinstance(action, Mapping):
+            return False, "", -1, "", f"action must be a dict or 0/1, got {type(action).__name__}"
+        if action.get("error"):  # set by wrappers that could not parse a raw reply
+            return False, "", -1, "", str(action["error"])
+        try:
+            intervene = int(np.asarray(action.get("intervene", 0)).item())
+            position = int(np.asarray(action.get("position", -1)).item())
+        except (TypeError, ValueError) as exc:
+            return False, "", -1, "", f"bad action value: {exc}"
+        message = action.get("message", "")
+        quote = action.get("quote", "")
+        if intervene not in (0, 1):
+            return False, "", -1, "", f"intervene must be 0 or 1, got {intervene}"
+        if not isinstance(message, str) or not isinstance(quote, str):
+            return False, "", -1, "", "message and quote must be strings"
+        if intervene and not message.strip():
+            return False, "", -1, "", "intervene=1 with an empty message"
+        return bool(intervene), message[:MAX_MESSAGE], position, quote, None
+
+    def _locate(self, position: int, quote: str) -> QuoteMatch:
+        if quote.strip():
+            return locate_quote(self._trace, quote)
+        if position < 0:
+            return QuoteMatch(None, None, "no_quote")
+        if position > len(self._trace):
+            return QuoteMatch(None, "position", "not_found")
+        if position > final_answer_start(self._trace):
+            return QuoteMatch(position, "position", "in_final_answer")
+        return QuoteMatch(position, "position", None)
+
+    def _finish(self, intervene: bool, message: str | None, position: int | None, match: QuoteMatch | None):
+        """Flow: apply the intervention (if any), score it, close the episode record."""
+        episode = self._episode
+        applied = intervene and (match is None or match.ok)
+        post_correct = None
+        if intervene:
+            total = len(self._trace)
+            intervention = {
+                "message": message,
+                "position": position,
+                "tau_abs": position if applied else None,
+                "tau_rel": (position / total if total else 1.0) if applied else None,
+                "quote_stage": match.stage if match else None,
+                "excluded": match.excluded if match else None,
+                "post": self.post,
+                "leaked": answer_leaked(self._problem, message),
+                "attempt": None,
+            }
+            episode.intervention = intervention
+            if applied:
+                started = time.perf_counter()
+                template = "student_continue" if self.post == "continue" else "student_stop_answer"
+                messages = render_messages(
+                    self._problem.domain, template, problem=self._problem, prefix=self._trace[:position], message=message
+                )
+                sampling = _with_seed(self.student_sampling, self._continuation_seed())
+                completion = yield flows.Generate("student", messages, sampling)
+                verdict = None
+                if completion.error:
+                    episode.error = f"student failed after the intervention: {completion.error}"
+                else:
+                    verdict = yield flows.Verify(self._problem, completion.text, self._verifier)
+                    if verdict.status == "error":
+                        episode.error = f"grader error after the intervention: {verdict.feedback}"
+                    post_correct = verdict.correct
+                intervention["attempt"] = attempt_from(completion, verdict).to_dict()
+                episode.tokens["post_prompt"] = completion.prompt_tokens
+                episode.tokens["post_completion"] = completion.completion_tokens
+                episode.timings["post_s"] = time.perf_counter() - started
+        leaked = bool(episode.intervention and episode.intervention["leaked"] and applied)
+        components = monitor_components(self._baseline_correct, applied, post_correct, leaked)
+        episode.reward_components = components
+        episode.reward = weighted_reward(components, self.reward_weights)
+        if (episode.baseline or {}).get("verdict", {}) and episode.baseline["verdict"]["status"] == "error":
+            episode.error = episode.error or "grader error on the baseline"
+        self._terminated = True
+        self.last_episode = episode
+
+    def _continuation_seed(self) -> int:
+        return int(self.np_random.integers(2**31 - 1))
+
+    # ------------------------------------------------------- observation/info
+    def _observation(self) -> dict:
+        problem = self._problem
+        oracle = self.condition == "oracle"
+        revealed = self._cuts[self._cursor]
+        return {
+            "problem": problem.question,
+            "transcript": self._trace[:revealed],
+            "reference": self._reference(),
+            "student_answer": str((self._episode.baseline or {}).get("answer") or "") if oracle else "",
+            "verdict": self._verdict_code if oracle else HIDDEN,
+            "step": as_counter(len(self._episode.steps)),
+            "revealed_chars": as_counter(revealed),
+            "finished": int(self._cursor == len(self._cuts) - 1),
+        }
+
+    def _reference(self) -> str:
+        if not self.teacher_access:
+            return ""
+        problem = self._problem
+        return str(problem.solution or problem.answer or "")
+
+    def _info(self) -> dict:
+        revealed = self._cuts[self._cursor]
+        return {
+            "messages": self.teacher_messages(),
+            "problem_id": self._problem.id,
+            "step": len(self._episode.steps),
+            "revealed_chars": revealed,
+            "privileged": {"total_chars": len(self._trace), "baseline_correct": self._baseline_correct},
+        }
+
+    def teacher_messages(self) -> list[dict]:
+        """The paper's teacher prompt for the current step, as chat messages."""
+        problem = self._problem
+        reference = self._reference() or None
+        if self.condition == "oracle":
+            return render_messages(
+                problem.domain,
+                "teacher_oracle",
+                problem=problem,
+                transcript=self._trace,
+                student_answer=str((self._episode.baseline or {}).get("answer") or ""),
+                verdict="correct" if self._baseline_correct else "incorrect",
+                reference=reference,
+            )
+        # The prompt differs between steps only in the transcript: render it
+        # once around a marker and splice each prefix in (keeps steps cheap).
+        if self._prompt_parts is None:
+            self._prompt_parts = _split_on_marker(
+                render_messages(
+                    problem.domain,
+                    TEACHER_PROMPTS[self.teacher_prompt],
+                    problem=problem,
+                    transcript=_MARKER,
+                    chunk_size=self.increment,
+                    reference=reference,
+                )
+            )
+        transcript = self._trace[: self._cuts[self._cursor]]
+        return [
+            {"role": role, "content": transcript.join(pieces)} for role, pieces in self._prompt_parts
+        ]
+
+    def render(self):
+        if self.render_mode != "ansi" or self._episode is None:
+            return None
+        shown = self._cuts[self._cursor]
+        lines = [
+            f"[{self._problem.id}] {self.condition} step {len(self._episode.steps)} "
+            f"revealed {shown}/{len(self._trace)} chars",
+            self._trace[:shown],
+        ]
+        if self._episode.intervention:
+            lines.append(f"-- intervention: {self._episode.intervention['message']!r}")
+        return "\n".join(lines)
+
+    def close(self):
+        self._executor.close()
+        super().close()
+
+
+_MARKER = "\x00TRANSCRIPT\x00"
+
+
+def _split_on_marker(messages: list[dict]) -> list[tuple[str, list[str]]]:
+    return [(m["role"], m["content"].split(_MARKER)) for m in messages]
+
+
+def _with_seed(sampling, seed: int):
+    from dataclasses import replace
+
+    return replace(sampling, seed=seed)
