@@ -38,12 +38,22 @@ class QuoteMatch:
         return self.excluded is None
 
 
+_SENTENCE_BREAK = re.compile(r"[.!?]\s|\n")
+
+
 def final_answer_start(trace: str) -> int:
-    """Offset where the final-answer region begins (``len(trace)`` if none)."""
+    """Offset where the final-answer region begins (``len(trace)`` if none).
+
+    The region is the sentence (or line) holding the last answer marker, so
+    "So the final answer is \\boxed{5}" counts from "So".
+    """
     last = None
     for last in _ANSWER_MARKER.finditer(trace):
         pass
-    return last.start() if last else len(trace)
+    if last is None:
+        return len(trace)
+    breaks = [m.end() for m in _SENTENCE_BREAK.finditer(trace, 0, last.start())]
+    return breaks[-1] if breaks else 0
 
 
 def _ends(pattern: re.Pattern, trace: str) -> list[int]:

@@ -14,12 +14,15 @@ import re
 from intbench.records import Problem
 
 _FENCE = re.compile(r"```")
-_LATEX_NOISE = re.compile(r"\\left|\\right|\\!|\\,|\\;|\\ |\$|\s+")
+_LATEX_NOISE = re.compile(r"\\left|\\right|\\!|\\,|\\;|\\ |\$")
+# Spaces next to punctuation carry no meaning ("\frac {1} {2}"); spaces between
+# words do, and keep "is 3" from reading as "is3".
+_LOOSE_SPACE = re.compile(r"(?<=\W)\s+|\s+(?=\W)")
 
 
 def _normalise_math(text: str) -> str:
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    return _LATEX_NOISE.sub("", text).lower()
+    return _LOOSE_SPACE.sub("", _LATEX_NOISE.sub("", text)).lower()
 
 
 def _contains_standalone(haystack: str, needle: str) -> bool:
