@@ -22,6 +22,7 @@ ENV_NAMES = {
 PROTOCOLS = {
     # protocol -> (id suffix, env entry point, batched vector entry point)
     "monitor": ("", "intbench.envs.monitor:MonitorEnv", "intbench.envs.vector:batched_monitor"),
+    "feedback": ("-Feedback", "intbench.envs.feedback:FeedbackEnv", "intbench.envs.vector:batched_feedback"),
 }
 
 

@@ -101,3 +101,10 @@ def batched_monitor(num_envs: int = 1, **kwargs) -> BatchedVectorEnv:
     from intbench.envs.monitor import MonitorEnv
 
     return BatchedVectorEnv([lambda: MonitorEnv(**kwargs) for _ in range(num_envs)])
+
+
+def batched_feedback(num_envs: int = 1, **kwargs) -> BatchedVectorEnv:
+    """Vector entry point of the feedback ids."""
+    from intbench.envs.feedback import FeedbackEnv
+
+    return BatchedVectorEnv([lambda: FeedbackEnv(**kwargs) for _ in range(num_envs)])
