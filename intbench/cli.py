@@ -14,6 +14,7 @@ import sys
 # module path -> provides add_parser(subparsers)
 COMMAND_MODULES = [
     "intbench.commands.data",
+    "intbench.commands.eval",
 ]
 
 

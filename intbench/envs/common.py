@@ -64,7 +64,8 @@ class ProblemPool:
     """Draws problems in a seeded random order, each once per pass.
 
     ``reset(seed=s)`` restarts the order for seed ``s``; ``reset()`` moves on.
-    ``options={"problem_index": i}`` or ``{"problem_id": "..."}`` picks one.
+    ``options={"problem_index": i}`` or ``{"problem_id": "..."}`` picks one
+    (the envs also accept ``{"student_seed": s}`` to pick the baseline sample).
     """
 
     def __init__(self, problems: list[Problem]):

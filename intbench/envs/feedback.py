@@ -186,6 +186,7 @@ class FeedbackEnv(gym.Env):
         self._attempts: list[Attempt] = []
         self._feedback: list[str | None] = []
         self._terminated = False
+        self._student_seed = int((options or {}).get("student_seed", self.student_seed))
         draw = int(self.np_random.integers(2**63 - 1))
         self._episode = Episode(
             protocol="feedback",
@@ -194,7 +195,7 @@ class FeedbackEnv(gym.Env):
             student=self.student_spec,
             judge=self.judge_spec,
             condition=self.mode,
-            seed=self.student_seed,
+            seed=self._student_seed,
             config={
                 "k_max": self.k_max,
                 "history": self.history,
@@ -288,7 +289,7 @@ class FeedbackEnv(gym.Env):
         problem = self._problem
         if not self._attempts:
             messages = render_messages(problem.domain, "feedback_student", problem=problem)
-            sampling = replace(self.student_sampling, seed=self.student_seed)
+            sampling = replace(self.student_sampling, seed=self._student_seed)
             attempt, _ = yield from cached_student_call(
                 self._cache, self.student_spec, messages, sampling, problem, self._verifier
             )

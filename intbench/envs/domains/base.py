@@ -1,0 +1,302 @@
+"""Shared loader machinery: the :class:`Domain` description, hub access and subsets.
+
+Every domain module builds one :class:`Domain` that says where its problems
+come from (a dataset on the Hugging Face hub, a package that ships offline
+data, or a procedural generator) and how a hub row becomes a
+:class:`~intbench.records.Problem`.  :func:`load_from_source` is the one code
+path that turns ``(domain, source, split, n, seed)`` into problems.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import random
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from intbench.records import Problem
+
+HUB_CHECK_TIMEOUT_S = 3.0
+"""Seconds the hub reachability check may take before the hub counts as down."""
+
+DEFAULT_PROCEDURAL_N = 500
+"""How many problems a procedural offline source generates when ``n`` is not given."""
+
+LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+
+
+class HubUnavailableError(RuntimeError):
+    """The Hugging Face hub cannot be reached (offline machine, ``HF_HUB_OFFLINE``...)."""
+
+
+class DataSourceError(ValueError):
+    """A data source was asked for something it cannot give (bad split, path, n...)."""
+
+
+class SkipRow(Exception):
+    """Raised by a row mapper for rows of a shared dataset that belong to another task."""
+
+
+@dataclass(frozen=True)
+class HubRef:
+    """Where one split of a domain lives on the hub: ``load_dataset(path, name, split=split)``."""
+
+    path: str
+    split: str
+    name: str | None = None
+
+    def describe(self) -> str:
+        config = f" ({self.name})" if self.name else ""
+        return f"{self.path}{config}[{self.split}]"
+
+
+RowMapper = Callable[[dict, str, int], Problem]
+"""``(row, split, index) -> Problem``: maps one hub-schema row to a problem."""
+
+OfflineLoader = Callable[[str, "int | None", int], list[Problem]]
+"""``(split, n, seed) -> problems``: ``n`` is only used by procedural sources."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Everything the loaders, prompts and CLI need to know about one domain.
+
+    Attributes:
+        name: the domain id used in :class:`~intbench.records.Problem` (``"math"``).
+        env_name: the environment name part (``"Math"`` -> ``IntBench-Math-v0``).
+        description: one line for listings.
+        answer_format: what a final answer must look like; used by prompts.
+        hub: our split name -> :class:`HubRef`.
+        row_to_problem: maps a hub-schema row (also local files) to a Problem.
+        offline_loader: loads (or generates) the offline problems of a split.
+        offline_splits: splits the offline source has.
+        offline_source: human-readable name of the offline source.
+        procedural: whether the offline source generates problems on demand.
+        license: licence of the hub dataset; offline problems carry their own.
+        hub_schema_confirmed: ``False`` when the hub schema could not be checked
+            against a dataset card (see the module docstring).
+        offline_needs_build: returns True while the first offline load still has
+            to build (and cache) its data, which takes a while.
+    """
+
+    name: str
+    env_name: str
+    description: str
+    answer_format: str
+    hub: dict[str, HubRef]
+    row_to_problem: RowMapper
+    offline_loader: OfflineLoader
+    offline_splits: tuple[str, ...]
+    offline_source: str
+    procedural: bool = False
+    license: str = ""
+    hub_schema_confirmed: bool = True
+    offline_needs_build: Callable[[], bool] | None = None
+
+    @property
+    def hub_splits(self) -> tuple[str, ...]:
+        return tuple(self.hub)
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Source kinds accepted by :func:`load_from_source` (``local`` = a file path)."""
+        return ("offline", "hub", "local")
+
+    def splits(self, source: str = "offline") -> tuple[str, ...]:
+        """The splits of ``source`` (``"offline"``, ``"hub"``; local files have one split)."""
+        if source == "offline":
+            return self.offline_splits
+        if source == "hub":
+            return self.hub_splits
+        return ("local",)
+
+
+def hub_offline_flag() -> bool:
+    """True when the user asked the HF libraries not to touch the network."""
+    truthy = {"1", "true", "yes", "on"}
+    return any(
+        os.environ.get(var, "").strip().lower() in truthy
+        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
+
+
+def _probe(url: str, timeout: float) -> None:
+    # Only a success counts: sandboxes and captive proxies answer anything with 4xx/5xx.
+    urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
+
+
+def check_hub_reachable(timeout: float = HUB_CHECK_TIMEOUT_S) -> str | None:
+    """Return ``None`` if the hub answers within ``timeout`` seconds, else the reason.
+
+    urllib honours proxy variables, but its timeout does not bound DNS lookups,
+    so the probe runs in a worker thread that we stop waiting for.
+    """
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        pool.submit(_probe, f"{endpoint}/api/datasets", timeout).result(timeout=timeout + 0.5)
+    except concurrent.futures.TimeoutError:
+        return f"no answer from {endpoint} within {timeout:g} s"
+    except Exception as exc:  # any network failure means "unreachable"
+        return f"{endpoint} unreachable ({type(exc).__name__}: {exc})"
+    finally:
+        pool.shutdown(wait=False)
+    return None
+
+
+def hub_unavailable_message(domain: Domain, reason: str) -> str:
+    """The one error text users see when the hub is out of reach."""
+    splits = ", ".join(domain.offline_splits)
+    offline = f"{domain.offline_source}; splits: {splits}"
+    if domain.procedural:
+        offline += f"; {DEFAULT_PROCEDURAL_N} problems unless n is given"
+    ids = ", ".join(ref.path for ref in dict.fromkeys(domain.hub.values()))
+    return (
+        f"cannot load {domain.name!r} from the Hugging Face hub ({ids}): {reason}.\n"
+        f"Use source='offline' ({offline}), or pass a local JSONL/JSON/Parquet file "
+        f"in the hub schema as source='path/to/file.jsonl' "
+        f"(CLI: --source offline | --source PATH)."
+    )
+
+
+def _selected_splits(available: tuple[str, ...], split: str | None, what: str) -> tuple[str, ...]:
+    if split is None:
+        return available
+    if split not in available:
+        raise DataSourceError(f"{what} has no split {split!r}; available: {list(available)}")
+    return (split,)
+
+
+def _rows_to_problems(domain: Domain, rows: Any, split: str) -> list[Problem]:
+    problems = []
+    for index, row in enumerate(rows):
+        try:
+            problems.append(domain.row_to_problem(dict(row), split, index))
+        except SkipRow:
+            continue
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataSourceError(
+                f"{domain.name}: row {index} of split {split!r} does not fit the hub schema: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+    return problems
+
+
+def load_hub(domain: Domain, split: str | None) -> list[Problem]:
+    """Load ``domain`` from the hub, failing fast with :class:`HubUnavailableError`."""
+    splits = _selected_splits(domain.hub_splits, split, f"hub source of {domain.name!r}")
+    import datasets  # heavy: only when really loading
+
+    if hub_offline_flag():
+        import huggingface_hub
+
+        # The libraries read the flag once at import; set later, they would still
+        # try the network (with retries), so only their own offline mode may go on.
+        if not (huggingface_hub.constants.HF_HUB_OFFLINE or datasets.config.HF_HUB_OFFLINE):
+            reason = "HF_HUB_OFFLINE is set (after huggingface_hub was imported)"
+            raise HubUnavailableError(hub_unavailable_message(domain, reason))
+    else:
+        reason = check_hub_reachable()
+        if reason is not None:
+            raise HubUnavailableError(hub_unavailable_message(domain, reason))
+
+    problems: list[Problem] = []
+    for name in splits:
+        ref = domain.hub[name]
+        try:
+            rows = datasets.load_dataset(ref.path, ref.name, split=ref.split)
+        except (ConnectionError, OSError) as exc:
+            # With HF_HUB_OFFLINE set only the local cache can answer.
+            raise HubUnavailableError(
+                hub_unavailable_message(domain, f"{ref.describe()}: {type(exc).__name__}: {exc}")
+            ) from exc
+        problems.extend(_rows_to_problems(domain, rows, name))
+    return problems
+
+
+def load_local(domain: Domain, path: str | os.PathLike) -> list[Problem]:
+    """Load a JSONL/JSON/Parquet file in the domain's hub schema through ``datasets``."""
+    file = Path(path)
+    builder = LOCAL_FORMATS.get(file.suffix.lower())
+    if builder is None:
+        raise DataSourceError(
+            f"unknown source {str(file)!r}: expected 'offline', 'hub' or a path to a "
+            f"{'/'.join(sorted(LOCAL_FORMATS))} file in the hub schema"
+        )
+    if not file.is_file():
+        raise DataSourceError(f"data file not found: {str(file)!r}")
+    import datasets
+
+    bars_were_off = datasets.utils.are_progress_bars_disabled()
+    datasets.utils.disable_progress_bars()  # a few rows do not need a progress bar
+    try:
+        rows = datasets.load_dataset(builder, data_files=str(file), split="train")
+    except Exception as exc:  # datasets raises many types for malformed files
+        raise DataSourceError(f"cannot read {str(file)!r}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if not bars_were_off:
+            datasets.utils.enable_progress_bars()
+    return _rows_to_problems(domain, rows, "local")
+
+
+def load_offline(domain: Domain, split: str | None, n: int | None, seed: int) -> list[Problem]:
+    """Offline problems: whole packaged sets, or ``n`` generated problems per split."""
+    if domain.procedural:
+        # A generator has no "all splits": default to its first (the test stream).
+        name = split if split is not None else domain.offline_splits[0]
+        _selected_splits(domain.offline_splits, name, f"offline source of {domain.name!r}")
+        return domain.offline_loader(name, n if n is not None else DEFAULT_PROCEDURAL_N, seed)
+    splits = _selected_splits(domain.offline_splits, split, f"offline source of {domain.name!r}")
+    problems: list[Problem] = []
+    for name in splits:
+        problems.extend(domain.offline_loader(name, None, seed))
+    return problems
+
+
+def seeded_subset(problems: list[Problem], n: int | None, seed: int) -> list[Problem]:
+    """``n`` problems drawn without replacement with ``random.Random(seed)``, in source order."""
+    if n is None:
+        return problems
+    if n > len(problems):
+        raise DataSourceError(f"asked for n={n} problems but only {len(problems)} are available")
+    picked = sorted(random.Random(seed).sample(range(len(problems)), n))
+    return [problems[i] for i in picked]
+
+
+def validate_n(n: int | None) -> None:
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise DataSourceError(f"n must be a positive integer or None, got {n!r}")
+
+
+def load_from_source(
+    domain: Domain, source: str | os.PathLike, split: str | None, n: int | None, seed: int
+) -> list[Problem]:
+    """Resolve ``source`` (``"offline"``, ``"hub"`` or a file path) and apply ``n``/``seed``."""
+    validate_n(n)
+    if source == "offline":
+        problems = load_offline(domain, split, n, seed)
+        return problems if domain.procedural else seeded_subset(problems, n, seed)
+    if source == "hub":
+        return seeded_subset(load_hub(domain, split), n, seed)
+    if split not in (None, "local"):
+        raise DataSourceError("a local file has a single split; leave split=None")
+    return seeded_subset(load_local(domain, source), n, seed)
+
+
+def as_list(value: Any) -> list:
+    """Hub columns that hold a list are sometimes JSON strings (CSV/Parquet exports)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else []
+    return list(value)
+
+
+def provenance(source: str, split: str, license: str, upstream: str, **more: Any) -> dict:
+    """The metadata every problem carries about where it came from."""
+    return {"source": source, "split": split, "license": license, "upstream": upstream, **more}

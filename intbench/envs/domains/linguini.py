@@ -1,0 +1,61 @@
+"""BBEH Linguini: linguistic reasoning puzzles; invented-language puzzles offline.
+
+Hub schema: BIG-Bench Extra Hard ships each task as ``{"examples": [{"input",
+"target"}]}`` (github.com/google-deepmind/bbeh, ``bbeh_linguini``).  A hub
+copy with one row per example and a ``task`` column is assumed
+(``BBEH/bbeh``: ``input``, ``target``, ``task``); this id and its columns
+could NOT be confirmed from a dataset card here.  Rows of other tasks are
+skipped; local files may omit ``task``.
+"""
+
+from __future__ import annotations
+
+from intbench.envs.domains.base import Domain, HubRef, SkipRow, provenance
+from intbench.records import Problem
+
+HUB_ID = "BBEH/bbeh"
+LICENSE = "Apache-2.0"
+TASK_NAMES = {"linguini", "bbeh_linguini"}
+
+
+def row_to_problem(row: dict, split: str, index: int) -> Problem:
+    """Map a BBEH row (``input`` puzzle text, ``target`` answer) to a Problem."""
+    task = row.get("task")
+    if task is not None and str(task).lower() not in TASK_NAMES:
+        raise SkipRow(f"row {index} belongs to BBEH task {task!r}")
+    return Problem(
+        id=f"linguini/{split}/{index}",
+        domain="linguini",
+        question=str(row["input"]),
+        answer=str(row["target"]),
+        metadata=provenance(
+            HUB_ID if split != "local" else "local",
+            split,
+            LICENSE,
+            "https://github.com/google-deepmind/bbeh",
+            task="bbeh_linguini",
+        ),
+    )
+
+
+def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
+    """Procedural invented-language translation puzzles."""
+    from intbench.envs.domains.generators import generate_linguini
+
+    return generate_linguini(n, seed=seed, split=split)
+
+
+DOMAIN = Domain(
+    name="linguini",
+    env_name="Linguini",
+    description="BBEH Linguini linguistic puzzles (translation / rule induction)",
+    answer_format="Give only the answer (e.g. the translated sentence) on a final line 'Answer: ...'.",
+    hub={"test": HubRef(HUB_ID, "train")},
+    row_to_problem=row_to_problem,
+    offline_loader=load_offline,
+    offline_splits=("test", "train"),
+    offline_source="procedural invented-language puzzles (intbench-procedural)",
+    procedural=True,
+    license=LICENSE,
+    hub_schema_confirmed=False,
+)

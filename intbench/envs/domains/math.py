@@ -1,0 +1,59 @@
+"""Competition math: MATH-500 on the hub, procedural problems offline.
+
+Hub schema (``HuggingFaceH4/MATH-500``, split ``test``, checked against the
+dataset card/files): ``problem``, ``solution``, ``answer``, ``subject``,
+``level`` (int 1-5), ``unique_id`` (e.g. ``"test/precalculus/807.json"``).
+"""
+
+from __future__ import annotations
+
+from intbench.envs.domains.base import Domain, HubRef, provenance
+from intbench.records import Problem
+
+HUB_ID = "HuggingFaceH4/MATH-500"
+LICENSE = "MIT"
+
+
+def row_to_problem(row: dict, split: str, index: int) -> Problem:
+    """Map a MATH-500 row to a Problem (``answer`` is the LaTeX reference answer)."""
+    uid = str(row.get("unique_id") or index)
+    return Problem(
+        id=f"math/{split}/{uid}",
+        domain="math",
+        question=str(row["problem"]),
+        answer=str(row["answer"]),
+        solution=row.get("solution"),
+        metadata=provenance(
+            HUB_ID if split != "local" else "local",
+            split,
+            LICENSE,
+            f"https://huggingface.co/datasets/{HUB_ID}",
+            subject=row.get("subject"),
+            level=row.get("level"),
+            difficulty=row.get("level"),
+            topic=row.get("subject"),
+            unique_id=uid,
+        ),
+    )
+
+
+def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
+    """Procedural MATH-style problems from :mod:`intbench.envs.domains.generators`."""
+    from intbench.envs.domains.generators import generate_math
+
+    return generate_math(n, seed=seed, split=split)
+
+
+DOMAIN = Domain(
+    name="math",
+    env_name="Math",
+    description="competition math (MATH-500 style), LaTeX final answers",
+    answer_format="Put the final answer in LaTeX inside \\boxed{...}, e.g. \\boxed{\\frac{3}{4}}.",
+    hub={"test": HubRef(HUB_ID, "test")},
+    row_to_problem=row_to_problem,
+    offline_loader=load_offline,
+    offline_splits=("test", "train"),
+    offline_source="procedural MATH-style generator (intbench-procedural)",
+    procedural=True,
+    license=LICENSE,
+)

@@ -1,0 +1,131 @@
+"""Teachers the runner can put in an env: scripted policies and language models.
+
+A teacher turns a batch of ``(observation, info)`` pairs into one action per
+pair.  Language-model teachers read ``info["messages"]`` (the paper's prompt
+for that step), are called once per batch, and their replies are parsed with
+the paper's formats; a reply that does not parse becomes a malformed action
+that the env records (and treats as no intervention).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from intbench.agents.base import ChatBackend, SamplingParams
+from intbench.agents.parsing import parse_feedback, parse_monitor_decision, parse_oracle_decision
+from intbench.agents.policies import AtFraction, make_policy
+
+logger = logging.getLogger(__name__)
+
+POLICY_NAMES = ("never", "always", "oracle")
+POLICY_PREFIXES = ("at:", "random:")
+
+# Monitor teachers sample moderately; the feedback paper's teachers use T=1.0.
+MONITOR_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=256)
+FEEDBACK_SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=512)
+
+
+def is_policy_spec(spec: str) -> bool:
+    base = spec.split("?", 1)[0]
+    return base in POLICY_NAMES or spec.startswith(POLICY_PREFIXES)
+
+
+class PolicyTeacher:
+    """A scripted baseline policy (``never``, ``always``, ``at:x``, ``random:p``, ``oracle``)."""
+
+    def __init__(self, spec: str, protocol: str, condition: str | None):
+        if protocol != "monitor" and spec.split("?", 1)[0] != "never":
+            raise ValueError(
+                f"policy teacher {spec!r} applies to the monitor protocol; for feedback runs use a "
+                "model spec, 'never' (plain retries) or the env's mode=self_refine/self_feedback"
+            )
+        self.spec = spec
+        self.protocol = protocol
+        self.condition = condition
+        self._policies: dict[int, Any] = {}
+
+    def reset(self, slot: int) -> None:
+        self._policies[slot] = make_policy(self.spec)
+
+    def act(self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]) -> list[Any]:
+        actions = []
+        for slot, (obs, info) in zip(slots, steps, strict=True):
+            if self.protocol != "monitor":
+                actions.append({"intervene": 0, "message": ""})
+                continue
+            action = self._policies[slot].decide({**obs, **info})
+            if self.condition == "oracle" and action["intervene"]:
+                policy = self._policies[slot]
+                total = info["privileged"]["total_chars"]
+                # Oracle interventions need a place: an at:x policy's fraction, else the start.
+                fraction = policy.fraction if isinstance(policy, AtFraction) else 0.0
+                action = {**action, "position": int(fraction * total), "quote": ""}
+            actions.append(action)
+        return actions
+
+
+class ModelTeacher:
+    """A language model prompted with ``info["messages"]``; replies parsed per protocol."""
+
+    def __init__(self, backend: ChatBackend, protocol: str, condition: str | None, sampling: SamplingParams | None = None):
+        self.backend = backend
+        self.spec = getattr(backend, "spec", type(backend).__name__)
+        self.protocol = protocol
+        self.condition = condition
+        self.sampling = sampling or (MONITOR_SAMPLING if protocol == "monitor" else FEEDBACK_SAMPLING)
+        self.outputs: dict[int, list[str]] = {}
+        self.tokens: dict[int, list[int]] = {}
+
+    def reset(self, slot: int) -> None:
+        self.outputs[slot] = []
+        self.tokens[slot] = [0, 0]
+
+    def act(self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]) -> list[Any]:
+        actions: list[Any] = [{"intervene": 0, "message": ""}] * len(steps)
+        asking = [i for i, (_, info) in enumerate(steps) if info.get("messages")]
+        if not asking:
+            return actions
+        # One batch shares a seed; per-episode seeds keep runs reproducible.
+        sampling = replace(self.sampling, seed=seeds[asking[0]])
+        try:
+            completions = self.backend.generate([steps[i][1]["messages"] for i in asking], sampling)
+        except Exception as exc:  # a teacher outage is an episode error, recorded by the env
+            logger.exception("teacher backend %s failed", self.spec)
+            for i in asking:
+                actions[i] = {"intervene": 0, "message": "", "error": f"teacher failed: {exc}"}
+            return actions
+        for i, completion in zip(asking, completions, strict=True):
+            slot = slots[i]
+            self.outputs[slot].append(completion.text)
+            self.tokens[slot][0] += completion.prompt_tokens
+            self.tokens[slot][1] += completion.completion_tokens
+            actions[i] = self.parse(completion.text, completion.error)
+        return actions
+
+    def parse(self, text: str, error: str | None = None) -> dict:
+        if error:
+            return {"intervene": 0, "message": "", "error": f"teacher failed: {error}"}
+        if self.protocol == "feedback":
+            message = parse_feedback(text).text.strip()
+            return {"intervene": int(bool(message)), "message": message}
+        if self.condition == "oracle":
+            decision = parse_oracle_decision(text)
+            extra = {"quote": decision.quote or "", "position": -1}
+        else:
+            decision = parse_monitor_decision(text)
+            extra = {}
+        if decision.error:
+            return {"intervene": 0, "message": "", "error": f"unparsable teacher reply: {decision.error}"}
+        return {"intervene": int(bool(decision.intervene)), "message": decision.message or "", **extra}
+
+
+def make_teacher(spec: str, protocol: str, condition: str | None, sampling: SamplingParams | None = None):
+    """A teacher from its spec: a policy name or any model spec (``hf:``, ``openai:``, ...)."""
+    if is_policy_spec(spec):
+        return PolicyTeacher(spec, protocol, condition)
+    from intbench.envs.common import shared_backend
+
+    return ModelTeacher(shared_backend(spec), protocol, condition, sampling)

@@ -1,0 +1,314 @@
+"""Code verifier for the ``codeforces`` and ``debug`` domains.
+
+The student's program is extracted from the response, run on all of the
+problem's tests in one sandbox (:mod:`intbench.verifiers.sandbox`), and the
+outputs are compared here, outside the sandbox, so expected outputs never
+reach untrusted code.  :func:`render_execution_context` turns the result into
+the execution-feedback modes of the feedback protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import traceback
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from intbench.records import Problem, Verdict
+from intbench.verifiers.sandbox import CaseOutcome, SandboxLimits, run_program
+
+EXECUTION_CONTEXT_MODES = ("structured", "feedback", "traceback", "none")
+FLOAT_TOLERANCE = 1e-6
+_SHOW_CHARS = 500  # how much of an input/output a failure report shows
+_TOTAL_TIME_RANGE_S = (10.0, 20.0)
+
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_PYTHON_TAGS = {"python", "py", "python3", "py3"}
+
+
+@dataclass
+class ExecutionResult:
+    """Outcome of running a program on a problem's tests.
+
+    ``status`` names the first failure (``"passed"``, ``"wrong_answer"``,
+    ``"runtime_error"``, ``"timeout"``, ``"output_limit"``, ``"crashed"``,
+    ``"not_run"``, ``"syntax_error"`` or ``"no_code"``); ``first_failure``
+    holds its test index (0-based), input, expected and actual output and
+    error text, each truncated.
+    """
+
+    passed: int
+    total: int
+    status: str
+    timed_out: bool = False
+    first_failure: dict | None = None
+    traceback: str = ""
+    statuses: list[str] = field(default_factory=list)
+    isolation: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["pass_rate"] = self.pass_rate
+        return data
+
+
+def extract_code(response: str) -> str | None:
+    """The program in ``response``: the last ```python block, else the last
+    fenced block of any language, else the raw text; ``None`` if empty."""
+    blocks = _FENCE.findall(response or "")
+    python = [body for tag, body in blocks if tag.lower() in _PYTHON_TAGS]
+    if python:
+        code = python[-1]
+    elif blocks:
+        code = blocks[-1][1]
+    else:
+        code = response or ""
+    return code if code.strip() else None
+
+
+def outputs_match(expected: str, got: str, tolerance: float = FLOAT_TOLERANCE) -> bool:
+    """Compare whitespace-separated tokens; numeric tokens may differ by ``tolerance``
+    (absolute or relative)."""
+    want, have = expected.split(), got.split()
+    if len(want) != len(have):
+        return False
+    for a, b in zip(want, have, strict=True):
+        if a == b:
+            continue
+        if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
+            return False
+        if not math.isclose(float(a), float(b), rel_tol=tolerance, abs_tol=tolerance):
+            return False
+    return True
+
+
+def _truncate(text: str, limit: int = _SHOW_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+def _limits_for(tests: Mapping) -> SandboxLimits:
+    """Sandbox limits from the problem's optional ``time_limit_s``/``memory_limit_mb``."""
+    defaults = SandboxLimits()
+    time_limit = float(tests.get("time_limit_s") or defaults.time_limit_s)
+    memory = int(tests.get("memory_limit_mb") or defaults.memory_mb)
+    low, high = _TOTAL_TIME_RANGE_S
+    total = min(high, max(low, time_limit * len(tests["cases"])))
+    return SandboxLimits(time_limit_s=time_limit, total_time_s=total, memory_mb=memory)
+
+
+def _check_tests(tests: Any) -> str | None:
+    """Why ``tests`` is unusable, or ``None``."""
+    if not isinstance(tests, Mapping):
+        return "problem has no tests"
+    kind = tests.get("kind")
+    if kind not in ("stdio", "function"):
+        return f"unknown test kind {kind!r}"
+    cases = tests.get("cases")
+    if not isinstance(cases, list) or not cases:
+        return "problem has no test cases"
+    need = ("input", "output") if kind == "stdio" else ("code",)
+    for i, case in enumerate(cases):
+        if not isinstance(case, Mapping) or any(not isinstance(case.get(k), str) for k in need):
+            return f"test case {i} lacks string field(s) {need}"
+    if kind == "function" and not tests.get("entry_point"):
+        return "function tests need an entry_point"
+    return None
+
+
+def run_tests(program: str, tests: Mapping) -> ExecutionResult:
+    """Run ``program`` on ``tests`` (the ``Problem.tests`` format) and score it.
+
+    Raises ``ValueError`` for malformed tests; a sandbox that cannot start
+    raises :class:`RuntimeError`.
+    """
+    problem_error = _check_tests(tests)
+    if problem_error:
+        raise ValueError(problem_error)
+    cases = tests["cases"]
+    try:
+        compile(program, "solution.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        text = "".join(traceback.format_exception_only(type(exc), exc))
+        failure = {"test": None, "error": _truncate(text, 2000)}
+        return ExecutionResult(0, len(cases), "syntax_error", first_failure=failure, traceback=text)
+    run = run_program(
+        program,
+        cases,
+        kind=tests["kind"],
+        entry_point=tests.get("entry_point"),
+        setup=tests.get("setup", ""),
+        limits=_limits_for(tests),
+    )
+    if run.error:
+        raise RuntimeError(run.error)
+    statuses = [
+        _case_status(tests["kind"], case, out)
+        for case, out in zip(cases, run.outcomes, strict=True)
+    ]
+    result = ExecutionResult(
+        passed=statuses.count("passed"),
+        total=len(cases),
+        status="passed",
+        timed_out=run.total_timeout or "timeout" in statuses,
+        statuses=statuses,
+        isolation=run.isolation,
+        seconds=run.seconds,
+    )
+    failed = next((i for i, s in enumerate(statuses) if s != "passed"), None)
+    if failed is not None:
+        case, outcome = cases[failed], run.outcomes[failed]
+        result.status = statuses[failed]
+        result.traceback = outcome.stderr
+        result.first_failure = _failure(failed, tests["kind"], case, outcome, statuses[failed])
+    return result
+
+
+def _case_status(kind: str, case: Mapping, outcome: CaseOutcome) -> str:
+    if outcome.status != "ok":
+        return outcome.status
+    if kind == "stdio" and not outputs_match(case["output"], outcome.stdout):
+        return "wrong_answer"
+    return "passed"
+
+
+def _failure(index: int, kind: str, case: Mapping, outcome: CaseOutcome, status: str) -> dict:
+    failure: dict[str, Any] = {"test": index, "status": status}
+    if kind == "stdio":
+        failure["input"] = _truncate(case["input"])
+        failure["expected"] = _truncate(case["output"])
+    else:
+        failure["code"] = _truncate(case["code"])
+    failure["got"] = _truncate(outcome.stdout)
+    failure["error"] = (
+        _truncate(outcome.stderr.strip().splitlines()[-1]) if outcome.stderr.strip() else ""
+    )
+    if outcome.signal and status == "runtime_error":  # not our own timeout kill
+        failure["signal"] = outcome.signal
+    failure["time_s"] = outcome.time_s
+    return failure
+
+
+def verify_code(problem: Problem, response: str) -> Verdict:
+    """Verify a program (``codeforces``: a solution; ``debug``: the fixed program).
+
+    ``score`` is the pass rate; ``status`` is ``"correct"`` only when every
+    test passes.  No code gives ``"incorrect"`` with ``details["reason"] ==
+    "no_code"``; malformed tests or a sandbox failure give ``"error"``.
+    """
+    problem_error = _check_tests(problem.tests)
+    if problem_error:
+        return Verdict.error(f"cannot verify {problem.id}: {problem_error}", reason="bad_tests")
+    code = extract_code(response)
+    if code is None:
+        result = ExecutionResult(0, len(problem.tests["cases"]), "no_code")
+        details = {"reason": "no_code", **result.to_dict()}
+        return Verdict("incorrect", 0.0, None, "No code found in the response.", details)
+    try:
+        result = run_tests(code, problem.tests)
+    except (ValueError, TypeError) as exc:  # e.g. a non-numeric time_limit_s
+        return Verdict.error(f"cannot verify {problem.id}: {exc}", reason="bad_tests")
+    except (RuntimeError, OSError) as exc:
+        return Verdict.error(f"sandbox error: {exc}", reason="sandbox_error")
+    status = "correct" if result.passed == result.total else "incorrect"
+    details = {"reason": result.status, **result.to_dict()}
+    feedback = render_execution_context(result, "feedback")
+    return Verdict(status, result.pass_rate, code, feedback, details)
+
+
+def render_execution_context(result: ExecutionResult | Mapping, mode: str) -> str:
+    """Render an execution result for a prompt.
+
+    Modes: ``"structured"`` (compact JSON summary), ``"feedback"`` (a
+    natural-language account of which test failed and how), ``"traceback"``
+    (the raw error output of the first failing test, or a one-line status
+    when it raised none) and ``"none"`` (empty).  ``result`` may also be the
+    dict stored in ``Verdict.details``.
+    """
+    if mode not in EXECUTION_CONTEXT_MODES:
+        raise ValueError(f"mode must be one of {EXECUTION_CONTEXT_MODES}, got {mode!r}")
+    data = result.to_dict() if isinstance(result, ExecutionResult) else dict(result)
+    if mode == "none":
+        return ""
+    failure = data.get("first_failure") or {}
+    if mode == "structured":
+        summary = {
+            "passed": data["passed"],
+            "total": data["total"],
+            "status": data["status"],
+            "timed_out": data.get("timed_out", False),
+        }
+        if failure:
+            summary["first_failure"] = {k: v for k, v in failure.items() if v not in ("", None)}
+        return json.dumps(summary, ensure_ascii=False)
+    if mode == "traceback":
+        if data.get("traceback"):
+            return data["traceback"]
+        if data["status"] == "passed":
+            return ""
+        return _describe_failure(data, failure).splitlines()[0]
+    return _feedback_text(data, failure)
+
+
+_STATUS_TEXT = {
+    "wrong_answer": "produced the wrong output",
+    "runtime_error": "crashed with an error",
+    "timeout": "exceeded the time limit",
+    "output_limit": "printed more output than allowed",
+    "crashed": "killed the test harness",
+    "not_run": "was not run because the total time limit ran out",
+}
+
+
+def _describe_failure(data: Mapping, failure: Mapping) -> str:
+    status = data["status"]
+    if status == "no_code":
+        return "No code was found in the response."
+    if status == "syntax_error":
+        return f"The program does not compile:\n{failure.get('error', '').strip()}"
+    number = failure.get("test", 0) + 1
+    lines = [f"Test {number} {_STATUS_TEXT.get(status, status)}."]
+    if "input" in failure:
+        lines.append(f"Input:\n{failure['input']}")
+        lines.append(f"Expected output:\n{failure['expected']}")
+    if "code" in failure:
+        lines.append(f"Test code:\n{failure['code']}")
+    if failure.get("got") and status != "timeout":
+        lines.append(f"Your output:\n{failure['got']}")
+    elif "input" in failure and status == "wrong_answer":
+        lines.append("Your output: (empty)")
+    if failure.get("error"):
+        lines.append(f"Error: {failure['error']}")
+    if failure.get("signal"):
+        lines.append(f"The process was killed by {failure['signal']}.")
+    return "\n".join(lines)
+
+
+def _feedback_text(data: Mapping, failure: Mapping) -> str:
+    if data["status"] == "passed":
+        return f"All {data['total']} tests passed."
+    if data["status"] in ("no_code", "syntax_error"):
+        return _describe_failure(data, failure)
+    head = f"Your program passed {data['passed']} of {data['total']} tests."
+    return f"{head}\n{_describe_failure(data, failure)}"
+
+
+__all__ = [
+    "EXECUTION_CONTEXT_MODES",
+    "ExecutionResult",
+    "extract_code",
+    "outputs_match",
+    "render_execution_context",
+    "run_tests",
+    "verify_code",
+]

@@ -1,0 +1,324 @@
+"""Short-answer text matching (BBEH Linguini) and the normalisation helpers.
+
+The rules follow the BBEH evaluation used by the feedback paper ("What Drives
+Interactive Improvement from Feedback?"): answers are lower-cased, simple LaTeX
+wrappers and answer prefixes are removed, and a few fuzzy equivalences are
+allowed (``(a)`` vs ``a``, ``3.0`` vs ``3``, quotes, enclosing brackets,
+trailing ``?``/``.``).  The helpers are public so that other code (e.g. leakage
+checks) compares answers exactly the way the verifier does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from intbench.records import Problem, Verdict
+
+MAX_ANSWER_CHARS = 1000
+"""Longest final answer that is graded; short-answer references are far shorter."""
+MAX_PEEL_ROUNDS = 16
+"""Most rounds of wrapper/prefix peeling (bounds the work on hostile inputs)."""
+
+# Unwrapped repeatedly so that nested forms like ``$\boxed{\text{x}}$`` collapse.
+_LATEX_COMMANDS = ("boxed", "text", "texttt", "textbf", "textit", "mathrm", "mathbf", "fbox")
+_LATEX_WRAPPER = re.compile(r"^\\(?:" + "|".join(_LATEX_COMMANDS) + r")\s*\{(.*)\}$", re.DOTALL)
+# Inner wrappers without nested braces, e.g. the "\text{a}" in "\text{a}, b".
+_INNER_TEXT_WRAPPER = re.compile(r"\\(?:" + "|".join(_LATEX_COMMANDS) + r")\s*\{([^{}]*)\}")
+
+_BOXED = re.compile(r"\\boxed\s*\{")
+_MATH_DELIMITED = re.compile(r"\$+([^$]*)\$+")
+# The prefix that ends last in the text wins (see strip_answer_prefix).
+_ANSWER_PREFIXES = (
+    "the final answer is",
+    "final answer is",
+    "the answer is",
+    "final answer:",
+    "answer:",
+)
+_ANSWER_LINE = re.compile(r"^[\s*_#>-]*(?:final\s+)?answer[\s*_]*:(.*)$", re.IGNORECASE)
+_QUOTES = "\"'`\u2018\u2019\u201c\u201d"
+_CHOICE = re.compile(r"^\(([a-z0-9])\)$")
+# ASCII digits only: float() would also read other scripts' digits.
+_NUMBER = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[-+]?[0-9]+)?$")
+
+
+def find_last_boxed(text: str) -> tuple[int, str] | None:
+    """Return ``(start, content)`` of the last ``\\boxed{...}`` with balanced braces."""
+    closing = _matching_braces(text)
+    for match in reversed(list(_BOXED.finditer(text))):
+        end = closing.get(match.end() - 1)
+        if end is not None:
+            return match.start(), text[match.end() : end]
+    return None
+
+
+def _matching_braces(text: str) -> dict[int, int]:
+    """Map each balanced ``{`` position to its ``}`` in one pass (linear time)."""
+    pairs: dict[int, int] = {}
+    open_positions: list[int] = []
+    for position, char in enumerate(text):
+        if char == "{":
+            open_positions.append(position)
+        elif char == "}" and open_positions:
+            pairs[open_positions.pop()] = position
+    return pairs
+
+
+def _braced_content(text: str, pos: int) -> str | None:
+    """Content of the ``{...}`` group opening at ``pos``, or None if unbalanced."""
+    depth = 0
+    for i in range(pos, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[pos + 1 : i]
+    return None
+
+
+def _until_stable(step: Callable[[str], str], text: str) -> str:
+    """Apply ``step`` until the text stops changing, at most :data:`MAX_PEEL_ROUNDS` times.
+
+    The bound keeps absurd inputs (thousands of nested wrappers) linear; real
+    answers never nest that deep.
+    """
+    for _ in range(MAX_PEEL_ROUNDS):
+        new = step(text)
+        if new == text:
+            break
+        text = new
+    return text
+
+
+def _last_answer_line(lines: list[str]) -> tuple[int, str] | None:
+    """Index and text of the last ``Answer:``/``Final answer:`` line.
+
+    When the label stands alone on its line, the answer is the next non-empty line.
+    """
+    for index in range(len(lines) - 1, -1, -1):
+        match = _ANSWER_LINE.match(lines[index])
+        if not match:
+            continue
+        rest = match.group(1).strip()
+        if rest:
+            return index, rest
+        following = [line.strip() for line in lines[index + 1 :] if line.strip()]
+        if following:
+            return index, following[0]
+    return None
+
+
+def extract_final_answer(response: str) -> str | None:
+    """Pull the final answer out of a free-form response.
+
+    Prefers whichever comes last of the last ``\\boxed{}`` and the last
+    ``Answer:``/``Final answer:`` line; otherwise the last non-empty line.
+    Returns ``None`` when the response has no non-empty line.
+    """
+    lines = response.splitlines()
+    if not any(line.strip() for line in lines):
+        return None
+    boxed = find_last_boxed(response)
+    labelled = _last_answer_line(lines)
+    if boxed is not None and labelled is not None:
+        # Compare positions: the line index of the boxed start decides.
+        boxed_line = response.count("\n", 0, boxed[0])
+        return boxed[1] if boxed_line >= labelled[0] else labelled[1]
+    if boxed is not None:
+        return boxed[1]
+    if labelled is not None:
+        return labelled[1]
+    return next(line.strip() for line in reversed(lines) if line.strip())
+
+
+def strip_latex(text: str) -> str:
+    """Remove enclosing ``$...$`` and simple wrappers like ``\\boxed{}``/``\\text{}``."""
+    return _INNER_TEXT_WRAPPER.sub(lambda m: m.group(1), _until_stable(_unwrap_once, text))
+
+
+def _unwrap_once(text: str) -> str:
+    text = text.strip()
+    math = _MATH_DELIMITED.fullmatch(text)
+    if math:
+        text = math.group(1).strip()
+    match = _LATEX_WRAPPER.match(text)
+    if match and _braced_content(text, text.index("{")) == match.group(1):
+        text = match.group(1)
+    return text
+
+
+def strip_answer_prefix(text: str) -> str:
+    """Keep what follows the last answer prefix ("the answer is", "answer:", ...)."""
+    lowered = text.lower()
+    best_end = -1
+    for prefix in _ANSWER_PREFIXES:
+        position = lowered.rfind(prefix)
+        if position != -1:
+            best_end = max(best_end, position + len(prefix))
+    return text[best_end:].strip() if best_end != -1 else text
+
+
+def normalize_answer(text: str) -> str:
+    """Normalise an answer for comparison (lower-case, no LaTeX/prefix/markdown).
+
+    Only the first line of what remains is kept.  Multi-item answers keep their
+    order; ``", "`` becomes ``","`` so spacing after commas does not matter.
+    """
+    # Wrappers, prefixes and final periods can nest in any order
+    # ("The answer is $\boxed{3}$."), so peel them until nothing changes.
+    text = _until_stable(
+        lambda t: strip_answer_prefix(strip_latex(t.strip().rstrip("."))), text.replace("**", "")
+    )
+    lines = text.strip().splitlines()
+    text = lines[0] if lines else ""
+    text = re.sub(r"\s+", " ", text.lower()).strip()
+    text = re.sub(r"\s*,\s*", ",", text)
+    return text.rstrip(".").strip()
+
+
+def normalize_free_text(text: str) -> str:
+    """Normalise a whole message, every line, for containment checks (e.g. leakage).
+
+    Applies the answer rules that make sense inside running text: lower-case,
+    inner LaTeX wrappers and ``$`` removed, markdown bold, quotes and
+    apostrophes dropped, whitespace collapsed and ``", "`` written ``","``.
+    Unlike :func:`normalize_answer` it keeps all lines and strips no prefix,
+    so ``canonical_answer(answer) in normalize_free_text(message)`` is a fair test.
+    """
+    text = _INNER_TEXT_WRAPPER.sub(lambda m: m.group(1), text.replace("**", ""))
+    text = text.replace("$", " ").lower().replace("'", "").replace("\u2019", "")
+    text = re.sub("[" + _QUOTES + "]", " ", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"\s*,\s*", ",", text)
+
+
+def canonical_answer(text: str) -> str:
+    """Apply :func:`normalize_answer` and the fuzzy rules, giving one comparable form.
+
+    Two answers match when their canonical forms are equal.  The fuzzy rules:
+    apostrophes and enclosing quotes are dropped (the BBEH scorer ignores
+    apostrophes), one pair of enclosing brackets is removed, trailing ``?``
+    and ``.`` go, a parenthesised single choice ``(a)`` becomes ``a`` and a
+    plain number is written in one canonical way (``3.0`` -> ``3``).
+    """
+    text = _until_stable(_drop_quotes_and_brackets, normalize_answer(text))
+    choice = _CHOICE.match(text)
+    if choice:
+        return choice.group(1)
+    if _NUMBER.match(text):
+        return _canonical_number(text)
+    return text
+
+
+def _drop_quotes_and_brackets(text: str) -> str:
+    text = text.strip().strip(_QUOTES).strip()
+    text = text.replace("'", "").replace("\u2019", "")
+    if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
+        text = text[1:-1]
+    return text.rstrip("?.").strip()
+
+
+def _canonical_number(text: str) -> str:
+    """``"3.0"`` -> ``"3"``, ``"0.50"`` -> ``"0.5"``; keeps huge values as written."""
+    try:
+        value = float(text)
+    except (ValueError, OverflowError):
+        return text
+    if value != value or value in (float("inf"), float("-inf")):
+        return text
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def answers_match(predicted: str, reference: str) -> bool:
+    """True when two answers are equal after normalisation and the fuzzy rules."""
+    candidate = canonical_answer(predicted)
+    return bool(candidate) and candidate == canonical_answer(reference)
+
+
+def reference_answers(problem: Problem) -> list[str]:
+    """The problem's reference answer followed by its aliases (``fields["aliases"]``).
+
+    A single alias string is accepted; non-string entries are converted with ``str``.
+    """
+    references: list[str] = []
+    if problem.answer is not None:
+        references.append(str(problem.answer))
+    aliases = problem.fields.get("aliases") if isinstance(problem.fields, dict) else None
+    if isinstance(aliases, str):
+        aliases = [aliases]
+    if isinstance(aliases, Iterable):
+        references.extend(str(alias) for alias in aliases if alias is not None)
+    return [ref for ref in references if ref.strip()]
+
+
+def unusable_answer_verdict(extracted: str | None) -> Verdict | None:
+    """An ``incorrect`` verdict when the extracted answer cannot be graded, else None.
+
+    That is the case when there is none, or when it is longer than
+    :data:`MAX_ANSWER_CHARS` (short-answer tasks; also bounds the work done on
+    hostile inputs).
+    """
+    if extracted is None or not extracted.strip():
+        reason, feedback = "no_answer", "No final answer was found in the response."
+    elif len(extracted) > MAX_ANSWER_CHARS:
+        reason = "answer_too_long"
+        feedback = (
+            f"The final answer is {len(extracted)} characters long; "
+            f"give a short answer (at most {MAX_ANSWER_CHARS} characters)."
+        )
+    else:
+        return None
+    return Verdict(status="incorrect", feedback=feedback, details={"reason": reason})
+
+
+def verify_text(problem: Problem, response: str) -> Verdict:
+    """Verify a short text answer (BBEH Linguini) by normalised fuzzy matching.
+
+    Incorrect when no usable answer can be extracted; ``error`` when the
+    problem has no reference answer.  The feedback never reveals the reference.
+    """
+    references = reference_answers(problem)
+    if not references:
+        return Verdict.error("problem has no reference answer", reason="no_reference")
+    extracted = extract_final_answer(response or "")
+    unusable = unusable_answer_verdict(extracted)
+    if unusable is not None:
+        return unusable
+    normalized = canonical_answer(extracted)
+    if not normalized:
+        return unusable_answer_verdict(None)
+    details = {"extracted": extracted, "normalized": normalized}
+    for reference in references:
+        if normalized == canonical_answer(reference):
+            return Verdict(
+                status="correct",
+                score=1.0,
+                answer=extracted,
+                feedback="Correct.",
+                details={**details, "reason": "match", "matched_reference": reference},
+            )
+    return Verdict(
+        status="incorrect",
+        answer=extracted,
+        feedback=f"The answer {extracted!r} is not correct.",
+        details={**details, "reason": "mismatch"},
+    )
+
+
+__all__ = [
+    "answers_match",
+    "canonical_answer",
+    "extract_final_answer",
+    "find_last_boxed",
+    "normalize_answer",
+    "normalize_free_text",
+    "reference_answers",
+    "strip_answer_prefix",
+    "strip_latex",
+    "unusable_answer_verdict",
+    "verify_text",
+]

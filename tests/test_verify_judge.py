@@ -1,0 +1,208 @@
+"""LLM-judge verifier with scripted judges, and the deterministic fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from intbench.agents.base import Completion, SamplingParams, UsageCounters
+from intbench.records import Problem
+from intbench.verifiers import verify
+from intbench.verifiers.judge import (
+    JUDGE_TEMPLATE,
+    JudgeVerifier,
+    fill_template,
+    parse_judge_output,
+    verify_with_fallback,
+)
+
+RIDDLE = Problem(
+    id="teaser/1",
+    domain="brainteaser",
+    question="What has keys but can't open locks?",
+    answer="a piano",
+    solution="A piano has keys that are not for locks.",
+    fields={"aliases": ["keyboard"]},
+)
+
+
+class Scripted:
+    """A chat callable that records the messages and replies with a fixed text."""
+
+    def __init__(self, reply):
+        self.reply = reply
+        self.calls: list[list[dict]] = []
+
+    def __call__(self, messages):
+        self.calls.append(messages)
+        if isinstance(self.reply, BaseException):
+            raise self.reply
+        return self.reply
+
+
+class ScriptedBackend:
+    """A minimal object with the ChatBackend interface."""
+
+    spec = "scripted:judge"
+
+    def __init__(self, text: str, error: str | None = None):
+        self.text = text
+        self.error = error
+        self.usage = UsageCounters()
+        self.params: list[SamplingParams] = []
+
+    def generate(self, batch, params):
+        self.params.append(params)
+        return [Completion(text=self.text, error=self.error) for _ in batch]
+
+
+def test_correct_verdict_with_explanation_as_feedback():
+    judge = Scripted("Verdict: Correct\nExplanation: The student named the piano.")
+    verdict = JudgeVerifier(judge)(RIDDLE, "It must be a piano.")
+    assert verdict.status == "correct" and verdict.score == 1.0
+    assert verdict.feedback == "The student named the piano."
+    prompt = judge.calls[0][0]["content"]
+    assert RIDDLE.question in prompt
+    assert "a piano" in prompt and "keyboard" in prompt and RIDDLE.solution in prompt
+    assert "It must be a piano." in prompt
+
+
+def test_incorrect_verdict_is_case_insensitive():
+    judge = Scripted("verdict: INCORRECT\nexplanation: A guitar has no keys.")
+    verdict = JudgeVerifier(judge)(RIDDLE, "A guitar")
+    assert verdict.status == "incorrect" and verdict.score == 0.0
+    assert verdict.feedback == "A guitar has no keys."
+
+
+def test_markdown_bold_and_period_are_tolerated():
+    status, explanation = parse_judge_output("**Verdict:** Correct.\n**Explanation:** Same.")
+    assert (status, explanation) == ("correct", "Same.")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I think it is right.",
+        "Verdict: Maybe\nExplanation: unsure.",
+        "Verdict: Correct\nVerdict: Incorrect\nExplanation: torn.",
+        "Verdict: Correct\nExplanation: ok\nVerdict: Correct",
+        "Verdict: Correct, mostly",
+        "The verdict: correct",
+    ],
+)
+def test_unparsable_judge_output_is_error_with_raw_text(reply):
+    verdict = JudgeVerifier(Scripted(reply))(RIDDLE, "a piano")
+    assert verdict.status == "error"
+    assert verdict.details["reason"] == "unparsable"
+    assert verdict.details["judge_output"] == reply
+    assert verdict.feedback.startswith("unparsable judge output")
+
+
+def test_multiple_verdict_lines_message():
+    with pytest.raises(ValueError, match="exactly one 'Verdict:' line, found 2"):
+        parse_judge_output("Verdict: Correct\nVerdict: Correct")
+
+
+def test_judge_exception_is_error():
+    verdict = JudgeVerifier(Scripted(TimeoutError("judge timed out")))(RIDDLE, "a piano")
+    assert verdict.status == "error"
+    assert verdict.details["reason"] == "judge_exception"
+    assert "TimeoutError: judge timed out" in verdict.feedback
+
+
+@pytest.mark.parametrize("reply", ["", "  \n "])
+def test_empty_judge_output_is_error(reply):
+    verdict = JudgeVerifier(Scripted(reply))(RIDDLE, "a piano")
+    assert verdict.status == "error"
+    assert verdict.details["reason"] == "empty_judge_output"
+
+
+def test_non_string_judge_reply_is_error():
+    verdict = JudgeVerifier(Scripted(None))(RIDDLE, "a piano")
+    assert verdict.status == "error"
+    assert "not str" in verdict.feedback
+
+
+@pytest.mark.parametrize("response", ["", "   ", None])
+def test_empty_student_response_is_incorrect_without_calling_judge(response):
+    judge = Scripted("Verdict: Correct")
+    verdict = JudgeVerifier(judge)(RIDDLE, response)
+    assert verdict.status == "incorrect"
+    assert judge.calls == []
+
+
+def test_backend_interface_is_used_at_temperature_zero():
+    backend = ScriptedBackend("Verdict: Correct\nExplanation: Matches.")
+    verdict = JudgeVerifier(backend, max_tokens=64)(RIDDLE, "piano")
+    assert verdict.correct
+    assert backend.params[0].temperature == 0 and backend.params[0].max_tokens == 64
+
+
+def test_backend_error_is_grader_error():
+    verdict = JudgeVerifier(ScriptedBackend("", error="connection refused"))(RIDDLE, "piano")
+    assert verdict.status == "error"
+    assert "connection refused" in verdict.feedback
+
+
+def test_custom_template_and_single_pass_substitution():
+    template = "Q={question} | R={reference} | S={response} | literal {braces} \\frac{1}{2}"
+    judge = Scripted("Verdict: Incorrect\nExplanation: no.")
+    JudgeVerifier(judge, template=template)(RIDDLE, "my {reference} guess")
+    prompt = judge.calls[0][0]["content"]
+    assert prompt.startswith(f"Q={RIDDLE.question} | R=a piano")
+    assert "S=my {reference} guess" in prompt
+    assert "literal {braces} \\frac{1}{2}" in prompt
+
+
+def test_template_needs_placeholders():
+    with pytest.raises(ValueError, match="response"):
+        JudgeVerifier(Scripted(""), template="{question} only")
+    with pytest.raises(TypeError):
+        JudgeVerifier(42)
+
+
+def test_long_response_keeps_its_end():
+    judge = Scripted("Verdict: Correct")
+    JudgeVerifier(judge, max_response_chars=100)(RIDDLE, "x" * 5000 + " final: piano")
+    prompt = judge.calls[0][0]["content"]
+    assert "final: piano" in prompt and "x" * 101 not in prompt
+
+
+def test_default_template_asks_for_verdict_format():
+    filled = fill_template(JUDGE_TEMPLATE, "Q", "R", "S")
+    assert "Verdict: Correct" in filled and "Verdict: Incorrect" in filled
+    assert "Explanation:" in filled
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("A piano", True),
+        ("piano", True),
+        ("The answer is a piano.", True),
+        ("Answer: **Piano**", True),
+        ("I think it's a piano!", True),
+        ("keyboard", True),
+        ("Answer: the keyboard", True),
+        ("pianos", False),
+        ("a guitar", False),
+        ("Final answer: a door", False),
+        ("It could be a piano " + "or something else entirely " * 5, False),
+    ],
+)
+def test_fallback_matching(response, expected):
+    verdict = verify(RIDDLE, response)
+    assert verdict.correct is expected
+    assert verdict.details["method"] == "fallback_match"
+
+
+def test_fallback_reports_phrase_match_and_no_answer():
+    assert verify_with_fallback(RIDDLE, "It's a piano").details["reason"] == "phrase_match"
+    assert verify_with_fallback(RIDDLE, "piano").details["reason"] == "match"
+    assert verify_with_fallback(RIDDLE, "\n\n").details["reason"] == "no_answer"
+    page = Problem(id="t", domain="brainteaser", question="q", answer="age")
+    assert not verify_with_fallback(page, "a page").correct  # whole words only
+
+
+def test_fallback_without_reference_is_error():
+    problem = Problem(id="t", domain="brainteaser", question="q", answer=None)
+    assert verify_with_fallback(problem, "piano").status == "error"

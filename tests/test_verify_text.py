@@ -1,0 +1,157 @@
+"""Text-match verifier (Linguini) and its normalisation helpers."""
+
+from __future__ import annotations
+
+import pytest
+
+from intbench.records import Problem
+from intbench.verifiers import verify
+from intbench.verifiers.text import (
+    answers_match,
+    canonical_answer,
+    extract_final_answer,
+    find_last_boxed,
+    normalize_answer,
+    normalize_free_text,
+    strip_latex,
+    verify_text,
+)
+
+
+def _problem(answer, aliases=None) -> Problem:
+    fields = {} if aliases is None else {"aliases": aliases}
+    return Problem(id="t", domain="linguini", question="q", answer=answer, fields=fields)
+
+
+# (response, reference, expected correct)
+CASES = [
+    # plain and case
+    ("the dog sleeps", "the dog sleeps", True),
+    ("The Dog Sleeps", "the dog sleeps", True),
+    ("the  dog\tsleeps", "the dog sleeps", True),
+    ("the dog slept", "the dog sleeps", False),
+    # LaTeX wrappers
+    ("\\boxed{kuma}", "kuma", True),
+    ("$\\boxed{kuma}$", "kuma", True),
+    ("\\boxed{\\text{kuma}}", "kuma", True),
+    ("$kuma$", "kuma", True),
+    ("\\text{kuma}, \\text{lapo}", "kuma, lapo", True),
+    ("\\boxed{kuma}, or so I thought.\nAnswer: lapo", "kuma", False),
+    ("\\text{kuma lapo}", "kuma", False),
+    # answer prefixes
+    ("The answer is kuma.", "kuma", True),
+    ("Answer: kuma", "kuma", True),
+    ("Final answer: kuma", "kuma", True),
+    ("FINAL ANSWER: Kuma", "kuma", True),
+    ("So the final answer is $\\boxed{12}$.", "12", True),
+    ("**Answer:** kuma", "kuma", True),
+    ("Answer: lapo", "kuma", False),
+    # parenthesised choices
+    ("(a)", "a", True),
+    ("(B)", "b", True),
+    ("The answer is (c).", "(C)", True),
+    ("(a)", "b", False),
+    ("(ab)", "ab", False),
+    # numbers
+    ("3.0", "3", True),
+    ("3", "3.00", True),
+    ("0.50", ".5", True),
+    ("-2", "-2.0", True),
+    ("3.01", "3", False),
+    ("3.0.1", "3", False),
+    ("1e3", "1000", True),
+    # quotes, brackets, trailing punctuation
+    ('"kuma"', "kuma", True),
+    ("'kuma'", "kuma", True),
+    ("\u201ckuma\u201d", "kuma", True),
+    ("`kuma`", "kuma", True),
+    ("ka'ta", "kata", True),
+    ("[kuma, lapo]", "kuma, lapo", True),
+    ("kuma,lapo", "kuma, lapo", True),
+    ("lapo, kuma", "kuma, lapo", False),
+    ("kuma?", "kuma", True),
+    ("kuma...", "kuma", True),
+    ("kumas", "kuma", False),
+    ("kuma!", "kuma", False),
+    # extraction: last boxed / answer line / last line
+    ("I first thought \\boxed{lapo}.\nActually \\boxed{kuma}.", "kuma", True),
+    ("Answer: lapo\nWait.\nFinal answer: kuma", "kuma", True),
+    ("Reasoning here.\nFinal answer:\n\nkuma\n", "kuma", True),
+    ("Some reasoning.\nkuma\n\n", "kuma", True),
+    ("kuma\nmore reasoning afterwards", "kuma", False),
+    ("\\boxed{lapo}\nFinal answer: kuma", "kuma", True),
+    ("Final answer: lapo\nLet me box it: \\boxed{kuma}", "kuma", True),
+]
+
+
+@pytest.mark.parametrize(("response", "reference", "expected"), CASES)
+def test_text_match_table(response, reference, expected):
+    verdict = verify(_problem(reference), response)
+    assert verdict.correct is expected, (verdict, normalize_answer(response))
+    assert verdict.status in ("correct", "incorrect")
+    assert verdict.score == (1.0 if expected else 0.0)
+
+
+def test_table_is_large_enough_and_balanced():
+    assert len(CASES) >= 30
+    assert sum(expected for *_, expected in CASES) >= 10
+    assert sum(not expected for *_, expected in CASES) >= 10
+
+
+def test_aliases_are_accepted():
+    problem = _problem("the big dog", aliases=["the large dog", "a big dog"])
+    assert verify_text(problem, "Answer: the large dog").correct
+    assert verify_text(problem, "a big dog").correct
+    verdict = verify_text(problem, "the small dog")
+    assert verdict.status == "incorrect"
+    assert verdict.details["reason"] == "mismatch"
+
+
+def test_single_string_alias_and_non_string_answer():
+    assert verify_text(_problem("x", aliases="why"), "why").correct
+    assert verify_text(_problem(42), "42.0").correct
+
+
+def test_feedback_does_not_reveal_reference():
+    verdict = verify_text(_problem("secretword"), "Answer: guess")
+    assert "secretword" not in verdict.feedback
+    assert "guess" in verdict.feedback
+    assert verdict.answer == "guess"
+
+
+@pytest.mark.parametrize("response", ["", "   \n\n", "Answer:", "\\boxed{}", "$$"])
+def test_no_answer_is_incorrect(response):
+    verdict = verify_text(_problem("kuma"), response)
+    assert verdict.status == "incorrect"
+    assert verdict.details["reason"] == "no_answer"
+
+
+@pytest.mark.parametrize("answer", [None, "", "   "])
+def test_missing_reference_is_grader_error(answer):
+    assert verify_text(_problem(answer), "kuma").status == "error"
+
+
+def test_helpers():
+    assert find_last_boxed("a \\boxed{x{y}} b \\boxed{z") == (2, "x{y}")
+    assert find_last_boxed("none") is None
+    assert strip_latex("$\\boxed{\\textbf{x}}$") == "x"
+    assert strip_latex("$5$ and $6$") == "$5$ and $6$"
+    assert normalize_answer("The answer is $\\boxed{3}$.") == "3"
+    assert canonical_answer("[(A)]") == "a"
+    assert extract_final_answer("") is None
+    assert extract_final_answer("x\n\\boxed{y}\n") == "y"
+    assert answers_match("3.0", "3")
+    assert not answers_match("", "")  # an empty answer never matches
+
+
+def test_overlong_answer_is_incorrect_with_reason():
+    verdict = verify_text(_problem("kuma"), "Answer: " + "kuma " * 300)
+    assert verdict.status == "incorrect"
+    assert verdict.details["reason"] == "answer_too_long"
+    assert "give a short answer" in verdict.feedback
+
+
+def test_normalize_free_text_keeps_every_line():
+    message = 'Hint: think.\nIt\'s \\boxed{Kuma}, "Lapo"  and $x$'
+    assert normalize_free_text(message) == "hint: think. its kuma,lapo and x"
+    assert canonical_answer("Kuma, Lapo") in normalize_free_text(message)
