@@ -15,6 +15,7 @@ import sys
 COMMAND_MODULES = [
     "intbench.commands.data",
     "intbench.commands.eval",
+    "intbench.commands.report",
 ]
 
 

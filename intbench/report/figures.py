@@ -1,0 +1,288 @@
+"""Report figures as PNG files (matplotlib, the ``report`` extra).
+
+Figures are drawn on ``matplotlib.figure.Figure`` objects with the Agg canvas,
+never through pyplot, so no global backend state is touched and no display
+is needed.  Without matplotlib :func:`render_all` draws nothing and says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from intbench.metrics import Estimate
+from intbench.report.tables import (
+    HUMAN,
+    MATRIX_METRICS,
+    FeedbackKey,
+    Matrix,
+    MonitorKey,
+    ReportData,
+    monitor_key,
+    slug,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+DPI = 100
+CONDITION_COLORS = {"standard": "#4C72B0", "oracle": "#DD8452"}
+HUMAN_STYLE = {"color": "#222222", "marker": "x", "s": 36}
+
+
+@dataclass
+class FigureFile:
+    """A PNG written to disk, with the title the report shows above it."""
+
+    name: str
+    title: str
+    path: Path
+
+
+def render_all(
+    data: ReportData, episodes: Sequence[dict], out_dir: Path
+) -> tuple[list[FigureFile], str | None]:
+    """Draw every figure the data supports into ``out_dir``.
+
+    Returns the files and ``None``, or no files and the reason figures were skipped.
+    """
+    try:
+        from matplotlib.figure import Figure  # noqa: F401  (probe only)
+    except ImportError:
+        return [], "matplotlib is not installed (pip install 'intbench[report]')"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    drawn: list[tuple[str, str, Figure]] = []
+    if data.monitor:
+        drawn.append(
+            (
+                "monitor_frequency_timing",
+                "Intervention frequency φ and timing τ_rel (95% CI)",
+                monitor_bars(data.monitor),
+            )
+        )
+        scatter = timing_scatter(episodes)
+        if scatter is not None:
+            drawn.append(
+                ("monitor_timing_per_problem", "τ_rel per problem: humans vs LLM teachers", scatter)
+            )
+    for matrix in data.matrices:
+        name = f"matrix_{slug(matrix.domain)}_k{matrix.k_max}"
+        drawn.append((name, f"Student x teacher matrices: {matrix.label}", matrix_heatmaps(matrix)))
+    if data.feedback:
+        drawn.append(
+            (
+                "feedback_accuracy_curves",
+                "Cumulative accuracy acc@k vs k, per student",
+                accuracy_curves(data.feedback),
+            )
+        )
+    files = []
+    for name, title, figure in drawn:
+        path = out_dir / f"{name}.png"
+        figure.savefig(path, dpi=DPI, bbox_inches="tight")
+        files.append(FigureFile(name, title, path))
+    return files, None
+
+
+def _new_figure(
+    rows: int, cols: int, width: float, height: float
+) -> tuple[Figure, list[list[Axes]]]:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    axes = figure.subplots(rows, cols, squeeze=False)
+    return figure, [list(row) for row in axes]
+
+
+def _error(est: Estimate) -> tuple[float, float]:
+    """Asymmetric error-bar lengths; zero where the CI is undefined."""
+    if math.isnan(est.value) or math.isnan(est.low):
+        return 0.0, 0.0
+    return max(est.value - est.low, 0.0), max(est.high - est.value, 0.0)
+
+
+def _series_labels(keys: Sequence[tuple], fields: Sequence[int]) -> dict[tuple, str]:
+    """Label each key by its teacher plus only those other fields that vary."""
+    varying = [i for i in fields if len({k[i] for k in keys}) > 1]
+    return {k: " / ".join(str(k[i]) for i in varying) for k in keys}
+
+
+def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
+    """φ and τ_rel bars per teacher, Standard next to Oracle, one row per domain."""
+    domains = sorted({k.domain for k in monitor})
+    figure, axes = _new_figure(len(domains), 2, 5.5, 3.4)
+    for row, domain in zip(axes, domains, strict=True):
+        keys = [k for k in monitor if k.domain == domain]
+        series = sorted({(k.student, k.teacher, k.post) for k in keys})
+        labels = _series_labels(
+            series, (1, 0, 2)
+        )  # teacher first, then student/post when they vary
+        conditions = [c for c in ("standard", "oracle") if any(k.condition == c for k in keys)]
+        conditions += sorted({k.condition for k in keys} - set(conditions))
+        width = 0.8 / len(conditions)
+        for ax, metric, title in (
+            (row[0], "phi", "φ (intervention rate)"),
+            (row[1], "tau_rel", "τ_rel (relative timing)"),
+        ):
+            for j, condition in enumerate(conditions):
+                estimates = [
+                    monitor.get(MonitorKey(domain, s, t, p, condition), {}).get(
+                        metric, Estimate(math.nan)
+                    )
+                    for s, t, p in series
+                ]
+                xs = [i + (j - (len(conditions) - 1) / 2) * width for i in range(len(series))]
+                heights = [0.0 if math.isnan(e.value) else e.value for e in estimates]
+                errors = list(zip(*(_error(e) for e in estimates), strict=True)) or [[], []]
+                ax.bar(
+                    xs,
+                    heights,
+                    width,
+                    yerr=errors,
+                    capsize=3,
+                    label=condition,
+                    color=CONDITION_COLORS.get(condition),
+                )
+            ax.set_xticks(
+                range(len(series)), [labels[s] or s[1] for s in series], rotation=20, ha="right"
+            )
+            ax.set_ylim(0, 1.05)
+            ax.set_title(f"{domain}: {title}")
+            ax.legend(fontsize="small")
+    return figure
+
+
+def timing_scatter(episodes: Sequence[dict]) -> Figure | None:
+    """τ_rel of every applied intervention per problem, humans marked apart from LLMs."""
+    points: dict[tuple[str, str], dict[str, list[tuple[str, float]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for episode in episodes:
+        intervention = episode.get("intervention") or {}
+        if (
+            episode.get("protocol") != "monitor"
+            or episode.get("error")
+            or intervention.get("excluded")
+        ):
+            continue
+        if intervention.get("tau_rel") is None:
+            continue
+        key = monitor_key(episode)
+        points[(key.domain, key.condition)][key.teacher].append(
+            (episode["problem_id"], float(intervention["tau_rel"]))
+        )
+    if not points:
+        return None
+    panels = sorted(points)
+    figure, axes = _new_figure(len(panels), 1, 9.0, 3.2)
+    teachers = sorted({t for panel in points.values() for t in panel if t != HUMAN})
+    colors = {t: f"C{i % 10}" for i, t in enumerate(teachers)}
+    for (ax,), panel in zip(axes, panels, strict=True):
+        by_teacher = points[panel]
+        problems = sorted({p for pts in by_teacher.values() for p, _ in pts})
+        index = {p: i for i, p in enumerate(problems)}
+        names = sorted(t for t in by_teacher if t != HUMAN) + (
+            [HUMAN] if HUMAN in by_teacher else []
+        )
+        for n, teacher in enumerate(names):
+            offset = (
+                n - (len(names) - 1) / 2
+            ) * 0.08  # small shift so teachers do not hide each other
+            xs = [index[p] + offset for p, _ in by_teacher[teacher]]
+            ys = [v for _, v in by_teacher[teacher]]
+            style = (
+                HUMAN_STYLE
+                if teacher == HUMAN
+                else {"color": colors[teacher], "marker": "o", "s": 22, "alpha": 0.8}
+            )
+            ax.scatter(xs, ys, label=teacher, **style)
+        ax.set_xticks(
+            range(len(problems)),
+            problems if len(problems) <= 30 else [""] * len(problems),
+            rotation=60,
+            ha="right",
+            fontsize="x-small",
+        )
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylabel("τ_rel")
+        ax.set_title(f"{panel[0]} ({panel[1]}): intervention point per problem")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return figure
+
+
+def matrix_heatmaps(matrix: Matrix) -> Figure:
+    """Annotated heatmaps of acc@1, acc@K, gain and AUC (rows students, columns teachers)."""
+    import numpy as np
+
+    width = 0.9 * len(matrix.columns) + 2.2
+    figure, axes = _new_figure(2, 2, width, 0.55 * len(matrix.students) + 1.6)
+    for ax, metric in zip([ax for row in axes for ax in row], MATRIX_METRICS, strict=True):
+        grid = np.array(
+            [
+                [matrix.values[metric].get((s, c), math.nan) for c in matrix.columns]
+                for s in matrix.students
+            ],
+            dtype=float,
+        )
+        low, high = (-1.0, 1.0) if metric == "gain" else (0.0, 1.0)
+        image = ax.imshow(
+            np.ma.masked_invalid(grid),
+            cmap="RdBu" if metric == "gain" else "viridis",
+            vmin=low,
+            vmax=high,
+            aspect="auto",
+        )
+        for (i, j), value in np.ndenumerate(grid):
+            text = "n/a" if math.isnan(value) else f"{value:.2f}"
+            shade = "black" if _light_cell(metric, value) else "white"
+            ax.text(j, i, text, ha="center", va="center", fontsize="small", color=shade)
+        ax.set_xticks(
+            range(len(matrix.columns)), matrix.columns, rotation=30, ha="right", fontsize="small"
+        )
+        ax.set_yticks(range(len(matrix.students)), matrix.students, fontsize="small")
+        ax.set_title(metric.replace("K", str(matrix.k_max)))
+        figure.colorbar(image, ax=ax, shrink=0.8)
+    return figure
+
+
+def _light_cell(metric: str, value: float) -> bool:
+    """Whether a heatmap cell is light enough for black text (viridis is light near 1, RdBu near 0)."""
+    if math.isnan(value):
+        return True
+    return abs(value) < 0.6 if metric == "gain" else value > 0.6
+
+
+def accuracy_curves(feedback: dict[FeedbackKey, dict]) -> Figure:
+    """acc@k against k, one panel per (domain, student), one line per teacher or mode."""
+    panels = sorted({(k.domain, k.student) for k in feedback})
+    cols = min(3, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    figure, axes = _new_figure(rows, cols, 4.2, 3.2)
+    flat = [ax for row in axes for ax in row]
+    for ax, (domain, student) in zip(flat, panels, strict=False):
+        for key in sorted(k for k in feedback if (k.domain, k.student) == (domain, student)):
+            acc = feedback[key]["acc"]
+            label = key.mode if key.mode != "teacher" else key.teacher
+            style = "--" if key.mode != "teacher" else "-"
+            ax.plot(
+                range(1, len(acc) + 1),
+                acc,
+                style,
+                marker="o",
+                markersize=3,
+                label=f"{label} (K={key.k_max})",
+            )
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_xlabel("attempt k")
+        ax.set_ylabel("acc@k")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"{student} ({domain})", fontsize="medium")
+        ax.legend(fontsize="x-small")
+    for ax in flat[len(panels) :]:
+        ax.set_visible(False)
+    return figure
