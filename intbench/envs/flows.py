@@ -74,11 +74,7 @@ class RequestExecutor:
             if backend is None:
                 outputs = [_failed(f"no model configured for role {first.role!r}")] * len(batch)
             else:
-                try:
-                    outputs = backend.generate(batch, first.sampling)
-                except Exception as exc:  # a backend failure becomes an episode error, not a crash
-                    logger.exception("%s backend failed on a batch of %d", first.role, len(batch))
-                    outputs = [_failed(f"{type(exc).__name__}: {exc}")] * len(batch)
+                outputs = _generate_isolating_failures(backend, batch, first.sampling, first.role)
             for index, output in zip(indices, outputs, strict=True):
                 results[index] = output
         return results  # type: ignore[return-value]
@@ -106,6 +102,19 @@ class RequestExecutor:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _generate_isolating_failures(backend: ChatBackend, batch, sampling, role: str) -> list[Completion]:
+    """Generate a batch; if it fails, retry its items one by one so that one
+    bad request fails only its own episode."""
+    try:
+        return backend.generate(batch, sampling)
+    except Exception as exc:  # a backend failure becomes an episode error, not a crash
+        if len(batch) == 1:
+            logger.warning("%s backend failed: %s: %s", role, type(exc).__name__, exc)
+            return [_failed(f"{type(exc).__name__}: {exc}")]
+        logger.warning("%s backend failed on a batch of %d; retrying one by one", role, len(batch))
+        return [_generate_isolating_failures(backend, [item], sampling, role)[0] for item in batch]
 
 
 def _failed(message: str) -> Completion:

@@ -1,0 +1,125 @@
+"""The eval runner: resumable after SIGINT/SIGKILL, config checks, failed episodes retried."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from intbench.envs.domains import load_problems
+from intbench.runner import ConfigMismatchError, RunConfig, load_run, run_eval
+
+ROOT = Path(__file__).resolve().parents[1]
+SLOW = "scripted:tests.scripted_students:slow"
+
+
+def eval_cmd(out: Path, student: str = SLOW, teacher: str = "at:0.5", n: int = 12, extra=()) -> list[str]:
+    return [
+        sys.executable, "-m", "intbench.cli", "eval", "--env", "IntBench-Math-v0",
+        "--teacher", teacher, "--student", student, "-n", str(n), "--repeats", "2",
+        "--seed", "3", "--concurrency", "3", "--out", str(out), "--no-progress", *extra,
+    ]  # fmt: skip
+
+
+@pytest.fixture()
+def env_vars(tmp_path):
+    env = dict(os.environ, INTBENCH_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    return env
+
+
+def keys_in(out: Path) -> list[str]:
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    return [json.loads(line)["metadata"]["run_key"] for line in lines]
+
+
+def comparable(record: dict) -> dict:
+    """The record minus what legitimately differs between runs: wall-clock
+    timings, and whether the baseline came from the shared cache."""
+    tokens = {k: v for k, v in record["tokens"].items() if k != "baseline_generated"}
+    kept = {k: v for k, v in record.items() if k not in ("timings", "metadata", "tokens")}
+    return kept | {"tokens": tokens, "run_key": record["metadata"]["run_key"]}
+
+
+def test_killed_runs_resume_to_the_uninterrupted_result(tmp_path, env_vars):
+    reference = tmp_path / "reference"
+    subprocess.run(eval_cmd(reference), env=env_vars, check=True, cwd=ROOT, capture_output=True)
+    expected = {r["metadata"]["run_key"]: comparable(r) for r in load_run(reference)}
+    assert len(expected) == 24
+
+    out = tmp_path / "interrupted"
+    rng = random.Random(0)
+    for sig in [signal.SIGINT, signal.SIGKILL, signal.SIGINT, signal.SIGKILL, signal.SIGKILL]:
+        proc = subprocess.Popen(eval_cmd(out), env=env_vars, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.5, 4.0))
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+    subprocess.run(eval_cmd(out), env=env_vars, check=True, cwd=ROOT, capture_output=True)
+    keys = keys_in(out)
+    assert len(keys) == len(set(keys)) == 24  # nothing duplicated, nothing lost
+    got = {r["metadata"]["run_key"]: comparable(r) for r in load_run(out)}
+    assert got == expected
+
+
+def test_partial_last_line_is_repaired(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    config = RunConfig(env_id="IntBench-Math-v0", teacher="never", student="scripted:text=\\boxed{1}", n=3)
+    out = tmp_path / "run"
+    run_eval(config, out, concurrency=2, progress=False)
+    path = out / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    # simulate a kill in the middle of writing the last record
+    path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    result = run_eval(config, out, concurrency=2, progress=False)
+    assert result.ran == 1 and result.skipped == 2
+    assert len(path.read_text().splitlines()) == 3
+
+
+def test_changed_config_is_refused(tmp_path, env_vars):
+    out = tmp_path / "run"
+    first = subprocess.run(eval_cmd(out, n=2), env=env_vars, cwd=ROOT, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run(eval_cmd(out, n=2, teacher="never"), env=env_vars, cwd=ROOT, capture_output=True, text=True)
+    assert second.returncode == 2
+    assert "different configuration" in second.stderr and "teacher: 'at:0.5' -> 'never'" in second.stderr
+    with pytest.raises(ConfigMismatchError):
+        run_eval(RunConfig(env_id="IntBench-Math-v0", teacher="never", student=SLOW, n=5), out, progress=False)
+
+
+def test_failed_episodes_are_recorded_then_retried(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    problems = load_problems("math", source="offline", n=4, seed=0)
+    marker = tmp_path / "flaky"
+    marker.write_text(problems[1].question[:40])
+    monkeypatch.setenv("INTBENCH_TEST_FLAKY", str(marker))
+    config = RunConfig(env_id="IntBench-Math-v0", teacher="never", student="scripted:tests.scripted_students:flaky", n=4)
+    out = tmp_path / "run"
+    first = run_eval(config, out, concurrency=2, progress=False)
+    failed = [e for e in first.episodes if e["error"]]
+    assert len(failed) == 1 and "injected student failure" in failed[0]["error"]
+    marker.unlink()
+    second = run_eval(config, out, concurrency=2, progress=False)
+    assert second.ran == 1 and second.skipped == 3
+    assert not any(e["error"] for e in second.episodes) and len(keys_in(out)) == 4
+
+
+def test_feedback_run_and_summary(tmp_path, monkeypatch, capsys):
+    from intbench.cli import main
+
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    code = main([
+        "eval", "--env", "IntBench-Math-Feedback-v0", "--teacher", "scripted:text=<feedback>Recheck.</feedback>",
+        "--student", "scripted:text=\\boxed{1}", "-n", "3", "--k-max", "3", "--out", str(tmp_path / "fb"), "--no-progress",
+    ])  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "acc@k" in printed and "auc" in printed
+    records = load_run(tmp_path / "fb")
+    assert all(r["protocol"] == "feedback" and len(r["attempts"]) in (1, 3) for r in records)
+    assert any(f["message"] == "Recheck." for r in records for f in r["feedback"])
