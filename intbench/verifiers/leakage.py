@@ -26,11 +26,13 @@ def _normalise_math(text: str) -> str:
 
 
 def _contains_standalone(haystack: str, needle: str) -> bool:
-    """``needle`` occurs in ``haystack`` not glued to more digits/letters (so "3" is not in "13")."""
+    """``needle`` occurs in ``haystack`` not glued to more of a number or word
+    (so "3" is not in "13" or "3.5"); only the needle's alphanumeric ends need a boundary."""
     if not needle:
         return False
-    pattern = rf"(?<![0-9A-Za-z.]){re.escape(needle)}(?![0-9A-Za-z])"
-    return re.search(pattern, haystack) is not None
+    before = r"(?<![0-9A-Za-z.])" if needle[0].isalnum() else ""
+    after = r"(?![0-9A-Za-z]|\.\d)" if needle[-1].isalnum() else ""
+    return re.search(before + re.escape(needle) + after, haystack) is not None
 
 
 def _math_leak(answer: str, message: str) -> bool:
@@ -38,12 +40,13 @@ def _math_leak(answer: str, message: str) -> bool:
 
 
 def _text_leak(answer: str, message: str, aliases: list[str]) -> bool:
-    from intbench.verifiers.text import normalize_answer
+    from intbench.verifiers.text import canonical_answer, normalize_free_text
 
-    text = f" {normalize_answer(message)} "
+    # Word boundaries: "ka" is not leaked by "kata".
+    text = re.sub(r"[^\w,]+", " ", normalize_free_text(message))
     for candidate in [answer, *aliases]:
-        norm = normalize_answer(str(candidate))
-        if norm and f" {norm} " in text:
+        norm = re.sub(r"[^\w,]+", " ", canonical_answer(str(candidate))).strip()
+        if norm and re.search(rf"(?<!\w){re.escape(norm)}(?!\w)", text):
             return True
     return False
 
