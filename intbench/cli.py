@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "intbench.commands.data",
     "intbench.commands.eval",
     "intbench.commands.report",
+    "intbench.commands.serve",
 ]
 
 

@@ -31,6 +31,7 @@ import gymnasium as gym
 
 from intbench.cache import stable_hash
 from intbench.envs import flows
+from intbench.envs.registration import protocol_of
 from intbench.records import Episode
 
 logger = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ def run_eval(
     keys = [f"{i}:{r}" for r in range(config.repeats) for i in range(len(problems))]
     todo = [k for k in keys if not log.finished(k)]
     skipped = len(keys) - len(todo)
-    protocol = "feedback" if config.env_id.endswith("-Feedback-v0") else "monitor"
+    protocol = protocol_of(config.env_id)
     condition = getattr(first, "condition", None)
     teacher = make_teacher(config.teacher, protocol, condition)
     executor = first._executor

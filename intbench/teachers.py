@@ -39,8 +39,9 @@ class PolicyTeacher:
     def __init__(self, spec: str, protocol: str, condition: str | None):
         if protocol != "monitor" and spec.split("?", 1)[0] != "never":
             raise ValueError(
-                f"policy teacher {spec!r} applies to the monitor protocol; for feedback runs use a "
-                "model spec, 'never' (plain retries) or the env's mode=self_refine/self_feedback"
+                f"policy teacher {spec!r} applies to the monitor protocol; for feedback and tutor runs "
+                "use a model spec, 'never' (no feedback / silence) or the feedback env's "
+                "mode=self_refine/self_feedback"
             )
         self.spec = spec
         self.protocol = protocol
@@ -105,9 +106,11 @@ class ModelTeacher:
             actions[i] = self.parse(completion.text, completion.error)
         return actions
 
-    def parse(self, text: str, error: str | None = None) -> dict:
+    def parse(self, text: str, error: str | None = None) -> dict | str:
         if error:
             return {"intervene": 0, "message": "", "error": f"teacher failed: {error}"}
+        if self.protocol == "tutor":
+            return text  # the tutor env reads a dialogue turn as it is
         if self.protocol == "feedback":
             message = parse_feedback(text).text.strip()
             return {"intervene": int(bool(message)), "message": message}

@@ -23,6 +23,7 @@ PROTOCOLS = {
     # protocol -> (id suffix, env entry point, batched vector entry point)
     "monitor": ("", "intbench.envs.monitor:MonitorEnv", "intbench.envs.vector:batched_monitor"),
     "feedback": ("-Feedback", "intbench.envs.feedback:FeedbackEnv", "intbench.envs.vector:batched_feedback"),
+    "tutor": ("-Tutor", "intbench.envs.tutor:TutorEnv", "intbench.envs.tutor:batched_tutor"),
 }
 
 
@@ -45,6 +46,15 @@ def register_envs() -> None:
                 kwargs={"domain": domain},
                 disable_env_checker=False,
             )
+
+
+def protocol_of(spec_id: str) -> str:
+    """The protocol of an IntBench env id (``"monitor"``, ``"feedback"``, ``"tutor"``)."""
+    name = spec_id.split(":")[-1]  # "intbench:IntBench-Math-v0" -> "IntBench-Math-v0"
+    for protocol in PROTOCOLS:
+        if name in {env_id(d, protocol) for d in ENV_NAMES}:
+            return protocol
+    raise ValueError(f"{spec_id!r} is not an IntBench env id; known: {', '.join(all_env_ids())}")
 
 
 def all_env_ids(protocol: str | None = None) -> list[str]:

@@ -1,0 +1,124 @@
+"""``intbench serve``: run the human-teacher study as a web app."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_parser(subparsers) -> None:
+    """Register ``serve --env ID --condition standard|oracle --problems SRC --out DIR [--port N]``."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve the human-teacher study (monitor protocol) as a web app",
+        description="Participants open http://HOST:PORT/ (or /?PROLIFIC_PID=<id>): instructions, practice "
+        "trials, a comprehension check, K trials in random order and an exit questionnaire. Each trial is "
+        "appended to DIR/episodes.jsonl with teacher='human:<id>'. Restarting with the same arguments resumes.",
+    )
+    parser.add_argument("--env", required=True, help="monitor env id, e.g. IntBench-Math-v0")
+    parser.add_argument("--condition", required=True, choices=("standard", "oracle"))
+    parser.add_argument(
+        "--problems",
+        default="offline",
+        help="problem source: offline, hub, or a local file (default offline)",
+    )
+    parser.add_argument("--split", default=None)
+    parser.add_argument(
+        "-n", type=int, default=12, help="problems to load, practice ones included (default 12)"
+    )
+    parser.add_argument(
+        "--trials", type=int, default=10, help="scored trials per participant, K (default 10)"
+    )
+    parser.add_argument("--practice", type=int, default=2, help="practice trials (default 2)")
+    parser.add_argument(
+        "--student", default="smollm2", help="student model spec (default: the embedded smollm2)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seeds the problem subset and trial orders"
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="student generation budget per call"
+    )
+    parser.add_argument(
+        "--env-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any monitor env option, e.g. increment=50",
+    )
+    parser.add_argument(
+        "--completion-code", default=None, help="code shown on the last page (study platforms)"
+    )
+    parser.add_argument("--out", required=True, type=Path, help="study directory")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (0.0.0.0 for every interface)"
+    )
+    parser.add_argument("--port", type=int, default=8000)
+    parser.set_defaults(func=run_serve)
+
+
+def _env_options(args) -> dict:
+    options = {}
+    for item in args.env_option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--env-option needs KEY=VALUE, got {item!r}")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    if args.max_tokens:
+        options.setdefault("student_sampling", {})["max_tokens"] = args.max_tokens
+    return options
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Load the problems, warm the student cache, and serve until interrupted; 2 on bad settings."""
+    try:
+        from intbench.human.app import create_app, serve
+    except ImportError as exc:
+        print(
+            f"error: {exc}; install the web extra: pip install 'intbench[human]'", file=sys.stderr
+        )
+        return 2
+    import gymnasium as gym
+
+    import intbench.envs  # noqa: F401  (registers the env ids)
+    from intbench.envs.domains import DataSourceError, load_problems
+    from intbench.human import Study, StudyConfig
+    from intbench.human.storage import StudyMismatchError
+
+    try:
+        domain = gym.spec(args.env).kwargs.get("domain")
+        problems = load_problems(
+            domain, source=args.problems, split=args.split, n=args.n, seed=args.seed
+        )
+        config = StudyConfig(
+            env_id=args.env,
+            condition=args.condition,
+            problems=problems,
+            student=args.student,
+            trials=args.trials,
+            practice=args.practice,
+            seed=args.seed,
+            env_options=_env_options(args),
+            completion_code=args.completion_code,
+        )
+        study = Study(config, args.out, progress=True)
+    except (gym.error.Error, DataSourceError, StudyMismatchError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"study in {args.out}: {len(config.main_problems)} problems, {min(config.trials, len(config.main_problems))} trials each"
+    )
+    print(
+        f"serving on http://{args.host}:{args.port}/  (participants with a platform id: /?PROLIFIC_PID=<id>)",
+        flush=True,
+    )
+    try:
+        serve(create_app(study), host=args.host, port=args.port)
+    finally:
+        study.close()
+    return 0

@@ -1,0 +1,495 @@
+"""The tutor protocol (KITE): ideate with the student, then let it solve alone.
+
+Phase 1, **ideation**: a dialogue about strategy.  The student speaks first
+(on ``reset``); each step is one teacher message (the action), after which
+the student answers, for ``ideation_turns`` teacher turns.  A checker looks at
+every teacher message before the student sees it and *withholds* messages
+that contain code, a worked calculation or the final answer: ``"rules"``
+(:func:`intbench.tutor.checker.rules_check`) or a model spec, which runs the
+``tutor_checker`` prompt on top of the rules (a message is withheld when
+either flags it; an unreadable checker reply withholds).  The student sees a
+withheld message only as a note that one was withheld; the teacher's own view
+marks it with the checker's reason.  ``withheld`` counts them.
+
+Phase 2, **independent solving**, runs inside the last step: the dialogue is
+removed and the student solves the problem with the ``tutor_solve`` prompt,
+up to ``submissions`` times (default 10 for code domains, 5 otherwise),
+seeing only that its earlier submissions were not accepted (the verifier's
+pass/fail, no test details).  An LLM has no memory of the dialogue, so with
+``notes=True`` (the default) the student first writes its plan in its own
+words, and that plan (never a phase-1 message) is all it keeps, as a person
+would keep what they understood; ``notes=False`` is the strict control in
+which the dialogue cannot affect phase 2 at all.  ``ideation_turns=0`` is the
+*solo* condition (one step, action ignored): the baseline for transfer rates.
+
+Observation (``Dict``): ``problem``, ``dialogue`` (the teacher's view so
+far), ``student_message`` (the student's latest message), ``turn`` (teacher
+turns taken), ``withheld``, ``submissions`` (phase-2 submissions made) and
+``solved``.
+
+Action: ``{"intervene": 0|1, "message": str}`` (``intervene=0``: the teacher
+says nothing this turn) or a bare string (the message; reasoning in
+``<think>`` is dropped; empty means nothing).  Malformed actions count as
+saying nothing and are reported in ``info["action_error"]``; they never raise.
+
+Reward: 1 at the last step when phase 2 solved the problem, else 0.
+``info`` holds ``messages`` (the ``tutor_teacher_ideation`` prompt for the
+teacher's next message), ``teacher_turn``, ``problem_id``, ``turn``,
+``withheld``, ``check`` (the checker's verdict on this step's message) and,
+at the end, ``episode`` (the record without timings; with them it is
+``env.unwrapped.last_episode``).  The record's ``steps`` hold each teacher
+turn, ``attempts`` the phase-2 submissions, ``solved_at`` the first accepted
+one, ``condition`` ``"ideation"`` or ``"solo"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from intbench.agents.base import ChatBackend
+from intbench.agents.parsing import strip_think
+from intbench.cache import JsonCache
+from intbench.envs import flows
+from intbench.envs.common import (
+    ProblemPool,
+    attempt_from,
+    backend_name,
+    cached_student_call,
+    resolve_problems,
+    sampling_from,
+    shared_backend,
+)
+from intbench.envs.domains.prompting import render_messages
+from intbench.envs.spaces import UnicodeText, as_counter, counter
+from intbench.records import Attempt, Episode, Problem
+from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
+from intbench.verifiers import verify
+
+logger = logging.getLogger(__name__)
+
+CODE_DOMAINS = ("codeforces", "debug")
+# KITE's submission budgets: 10 for code, 5 for math.
+DEFAULT_SUBMISSIONS = {"code": 10, "other": 5}
+MAX_MESSAGE = 8_000
+WITHHELD_NOTE = "(The teacher's message was withheld by the checker.)"
+NOT_ACCEPTED = "not accepted"
+
+STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
+# Ideation messages and notes are short; a long one is cut rather than waited for.
+IDEATION_MAX_TOKENS = 256
+CHECKER_DEFAULTS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 128}
+
+
+class TutorEnv(gym.Env):
+    """Two-phase KITE episode: checked ideation dialogue, then independent solving.
+
+    Args (``gym.make`` keyword arguments; defaults in brackets):
+        domain: set by the registered id.
+        student: model spec or backend [``"smollm2"``].
+        source, split, n, data_seed, problems: as in the monitor env.
+        ideation_turns: teacher messages in phase 1; 0 is the solo condition [3].
+        checker: ``"rules"`` or a model spec/backend for the LLM checker [``"rules"``].
+        submissions: phase-2 submission budget [10 for code domains, else 5].
+        notes: the student keeps a plan in its own words for phase 2 [True].
+        student_sampling: sampling options of the student [T=0.7, top_p=0.95, 1024 tokens].
+        checker_sampling: sampling options of the LLM checker [greedy, 128 tokens].
+        student_seed: seed of the first phase-2 submission, cached and shared
+            by every episode with the same solve prompt [0].
+        judge: model spec or backend verifying answers instead of the domain verifier.
+        cache_dir: cache location.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        domain: str = "math",
+        student: str | ChatBackend = "smollm2",
+        source: str = "offline",
+        split: str | None = None,
+        n: int | None = None,
+        data_seed: int = 0,
+        problems: Sequence[Problem | dict] | None = None,
+        ideation_turns: int = 3,
+        checker: str | ChatBackend = "rules",
+        submissions: int | None = None,
+        notes: bool = True,
+        student_sampling: Mapping[str, Any] | None = None,
+        checker_sampling: Mapping[str, Any] | None = None,
+        student_seed: int = 0,
+        judge: str | ChatBackend | None = None,
+        cache_dir: str | None = None,
+        render_mode: str | None = None,
+    ):
+        if (
+            not isinstance(ideation_turns, int)
+            or isinstance(ideation_turns, bool)
+            or ideation_turns < 0
+        ):
+            raise ValueError(f"ideation_turns must be an int >= 0, got {ideation_turns!r}")
+        if submissions is None:
+            submissions = DEFAULT_SUBMISSIONS["code" if domain in CODE_DOMAINS else "other"]
+        if not isinstance(submissions, int) or isinstance(submissions, bool) or submissions < 1:
+            raise ValueError(f"submissions must be a positive int, got {submissions!r}")
+        if checker == "" or not (isinstance(checker, str) or hasattr(checker, "generate")):
+            raise ValueError(f"checker must be 'rules', a model spec or a backend, got {checker!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.domain = domain
+        self.ideation_turns = ideation_turns
+        self.submissions = submissions
+        self.notes = bool(notes)
+        self.render_mode = render_mode
+        self.student_sampling = sampling_from(student_sampling, **STUDENT_DEFAULTS)
+        self.ideation_sampling = replace(
+            self.student_sampling,
+            max_tokens=min(self.student_sampling.max_tokens, IDEATION_MAX_TOKENS),
+        )
+        self.checker_sampling = sampling_from(checker_sampling, **CHECKER_DEFAULTS)
+        self.student_seed = int(student_seed)
+        self.student_spec = backend_name(student)
+        self.checker_spec = "rules" if checker == "rules" else backend_name(checker)
+        self.judge_spec = None if judge is None else backend_name(judge)
+        self._pool = ProblemPool(resolve_problems(domain, problems, source, split, n, data_seed))
+        self._cache = JsonCache("student", cache_dir)
+        self._verifier = verify
+        if judge is not None:
+            from intbench.verifiers.judge import JudgeVerifier
+
+            self._verifier = JudgeVerifier(shared_backend(judge))
+        backends = {"student": shared_backend(student)}
+        if checker != "rules":
+            backends["checker"] = shared_backend(checker)
+        self._executor = flows.RequestExecutor(backends)
+
+        self.observation_space = spaces.Dict(
+            {
+                "problem": UnicodeText(),
+                "dialogue": UnicodeText(),
+                "student_message": UnicodeText(),
+                "turn": counter(),
+                "withheld": counter(),
+                "submissions": counter(),
+                "solved": spaces.Discrete(2),
+            }
+        )
+        self.action_space = spaces.Dict(
+            {"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)}
+        )
+        self.last_episode: Episode | None = None
+        self._episode: Episode | None = None
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        return flows.run_flow(self.reset_flow(seed=seed, options=options), self._executor)
+
+    def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
+        """Flow version of :meth:`reset`: draws the problem; the student opens the dialogue."""
+        gym.Env.reset(self, seed=seed)
+        problem = self._pool.draw(self.np_random, seed is not None, options)
+        self._problem = problem
+        self._dialogue: list[dict] = []  # {"role", "content", "withheld", "reason"}
+        self._attempts: list[Attempt] = []
+        self._turn = 0
+        self._withheld = 0
+        self._last_check: CheckResult | None = None
+        self._terminated = False
+        self._student_seed = int((options or {}).get("student_seed", self.student_seed))
+        condition = "ideation" if self.ideation_turns else "solo"
+        draw = int(self.np_random.integers(2**63 - 1))
+        self._episode = Episode(
+            protocol="tutor",
+            problem_id=problem.id,
+            domain=problem.domain,
+            student=self.student_spec,
+            judge=self.judge_spec,
+            condition=condition,
+            seed=self._student_seed,
+            config={
+                "ideation_turns": self.ideation_turns,
+                "checker": self.checker_spec,
+                "submissions": self.submissions,
+                "notes": self.notes,
+                "student_sampling": dict(self.student_sampling.__dict__),
+                "checker_sampling": dict(self.checker_sampling.__dict__),
+            },
+            tokens={
+                "student_prompt": 0,
+                "student_completion": 0,
+                "checker_prompt": 0,
+                "checker_completion": 0,
+            },
+            timings={"ideation_s": 0.0, "solve_s": 0.0},
+            metadata={"problem": problem.metadata, "notes": None, "withheld": 0},
+            episode_id=hashlib.sha1(f"{problem.id}|{condition}|{draw}".encode()).hexdigest()[:16],
+        )
+        if self.ideation_turns:
+            yield from self._student_says(final=False)
+        return self._observation(), self._info()
+
+    # ------------------------------------------------------------------- step
+    def step(self, action):
+        return flows.run_flow(self.step_flow(action), self._executor)
+
+    def step_flow(self, action):
+        """Flow version of :meth:`step`."""
+        if self._episode is None:
+            raise RuntimeError("call reset() before step()")
+        if self._terminated:
+            raise RuntimeError("episode is over; call reset()")
+        episode = self._episode
+        action_error = None
+        self._last_check = None
+        if self.ideation_turns:
+            started = time.perf_counter()
+            message, action_error = _parse_action(action)
+            yield from self._teacher_says(message, action_error)
+            self._turn += 1
+            if not episode.error:
+                if self._turn < self.ideation_turns:
+                    yield from self._student_says(final=False)
+                elif self.notes:
+                    yield from self._student_says(final=True)
+            episode.timings["ideation_s"] += time.perf_counter() - started
+        if episode.error or self._turn >= self.ideation_turns:
+            if not episode.error:
+                started = time.perf_counter()
+                yield from self._solve()
+                episode.timings["solve_s"] += time.perf_counter() - started
+            self._terminated = True
+        reward = 1.0 if self._terminated and episode.solved_at is not None else 0.0
+        episode.reward = reward
+        episode.metadata["withheld"] = self._withheld
+        episode.reward_components = {
+            "solved": float(episode.solved_at is not None),
+            "withheld": float(self._withheld),
+            "submissions": float(len(self._attempts)),
+        }
+        info = self._info()
+        if action_error:
+            info["action_error"] = action_error
+            logger.info("malformed tutor action on %s: %s", self._problem.id, action_error)
+        if self._terminated:
+            self.last_episode = episode
+            info["episode"] = {key: v for key, v in episode.to_dict().items() if key != "timings"}
+        return self._observation(), reward, self._terminated, False, info
+
+    # ------------------------------------------------------------- ideation
+    def _student_says(self, final: bool):
+        """Flow: the student's next ideation message, or (``final``) its plan for phase 2."""
+        messages = render_messages(
+            self._problem.domain,
+            "tutor_student_ideation",
+            problem=self._problem,
+            dialogue=self._view("student"),
+            final=final,
+        )
+        sampling = replace(self.ideation_sampling, seed=int(self.np_random.integers(2**31 - 1)))
+        completion = yield flows.Generate("student", messages, sampling)
+        self._count_tokens("student", completion)
+        if completion.error:
+            self._episode.error = f"student ideation call failed: {completion.error}"
+            return
+        text = strip_think(completion.text).strip()
+        if final:
+            self._episode.metadata["notes"] = text
+        else:
+            self._dialogue.append(
+                {"role": "student", "content": text, "withheld": False, "reason": ""}
+            )
+
+    def _teacher_says(self, message: str | None, action_error: str | None):
+        """Flow: check the teacher's message and deliver or withhold it."""
+        step = {
+            "step": self._turn + 1,
+            "student_message": self._latest_student_message(),
+            "message": message,
+        }
+        if message is not None:
+            check = rules_check(self._problem, message)
+            if not check.leak and self.checker_spec != "rules":
+                check = yield from self._llm_check(message)
+            self._last_check = check
+            self._withheld += int(check.leak)
+            self._dialogue.append(
+                {
+                    "role": "teacher",
+                    "content": message,
+                    "withheld": check.leak,
+                    "reason": check.reason,
+                }
+            )
+            step |= {"withheld": check.leak, "check": check.to_dict()}
+        else:
+            step |= {"withheld": False, "check": None}
+        step["action_error"] = action_error
+        self._episode.steps.append(step)
+
+    def _llm_check(self, message: str):
+        messages = render_messages(
+            self._problem.domain, "tutor_checker", problem=self._problem, message=message
+        )
+        completion = yield flows.Generate("checker", messages, self.checker_sampling)
+        self._count_tokens("checker", completion)
+        return parse_checker_reply(completion.text, completion.error)
+
+    # ---------------------------------------------------------------- solving
+    def _solve(self):
+        """Flow: phase 2, up to ``submissions`` attempts; never shown the dialogue."""
+        problem, episode = self._problem, self._episode
+        notes = episode.metadata["notes"] if self.notes else None
+        for k in range(1, self.submissions + 1):
+            earlier = [{"attempt": a.text, "feedback": NOT_ACCEPTED} for a in self._attempts]
+            messages = render_messages(
+                problem.domain, "tutor_solve", problem=problem, notes=notes, attempts=earlier
+            )
+            if k == 1:
+                sampling = replace(self.student_sampling, seed=self._student_seed)
+                attempt, _ = yield from cached_student_call(
+                    self._cache, self.student_spec, messages, sampling, problem, self._verifier
+                )
+            else:
+                sampling = replace(
+                    self.student_sampling, seed=int(self.np_random.integers(2**31 - 1))
+                )
+                completion = yield flows.Generate("student", messages, sampling)
+                verdict = (
+                    None
+                    if completion.error
+                    else (yield flows.Verify(problem, completion.text, self._verifier))
+                )
+                attempt = attempt_from(completion, verdict)
+            self._attempts.append(attempt)
+            episode.attempts.append(attempt.to_dict())
+            episode.tokens["student_prompt"] += attempt.prompt_tokens
+            episode.tokens["student_completion"] += attempt.completion_tokens
+            status = (attempt.verdict or {}).get("status")
+            if attempt.error or status == "error":
+                episode.error = (
+                    attempt.error
+                    or f"grader error on submission {k}: {attempt.verdict['feedback']}"
+                )
+                return
+            if status == "correct":
+                episode.solved_at = k
+                return
+
+    # ------------------------------------------------------- observation/info
+    def _view(self, who: str) -> list[dict]:
+        """The dialogue as ``who`` sees it: withheld messages are a note for the
+        student and marked with the checker's reason for the teacher."""
+        view = []
+        for turn in self._dialogue:
+            content = turn["content"]
+            if turn["withheld"]:
+                content = (
+                    WITHHELD_NOTE
+                    if who == "student"
+                    else f"[withheld from the student: {turn['reason']}] {content}"
+                )
+            view.append({"role": turn["role"], "content": content})
+        return view
+
+    def _latest_student_message(self) -> str:
+        return next((t["content"] for t in reversed(self._dialogue) if t["role"] == "student"), "")
+
+    def _count_tokens(self, role: str, completion) -> None:
+        self._episode.tokens[f"{role}_prompt"] += completion.prompt_tokens
+        self._episode.tokens[f"{role}_completion"] += completion.completion_tokens
+
+    def _teacher_turn(self) -> bool:
+        return not self._terminated and self._turn < self.ideation_turns and not self._episode.error
+
+    def _observation(self) -> dict:
+        dialogue = "\n".join(
+            f"{'Student' if t['role'] == 'student' else 'Teacher'}: {t['content']}"
+            for t in self._view("teacher")
+        )
+        return {
+            "problem": self._problem.question,
+            "dialogue": dialogue,
+            "student_message": self._latest_student_message(),
+            "turn": as_counter(self._turn),
+            "withheld": as_counter(self._withheld),
+            "submissions": as_counter(len(self._attempts)),
+            "solved": int(self._episode.solved_at is not None),
+        }
+
+    def _info(self) -> dict:
+        teacher_turn = self._teacher_turn()
+        messages = (
+            render_messages(
+                self._problem.domain,
+                "tutor_teacher_ideation",
+                problem=self._problem,
+                dialogue=self._view("teacher"),
+            )
+            if teacher_turn
+            else []
+        )
+        return {
+            "messages": messages,
+            "teacher_turn": teacher_turn,
+            "problem_id": self._problem.id,
+            "turn": self._turn,
+            "withheld": self._withheld,
+            "check": self._last_check.to_dict() if self._last_check else None,
+            "solved_at": self._episode.solved_at,
+        }
+
+    def render(self):
+        if self.render_mode != "ansi" or self._episode is None:
+            return None
+        lines = [
+            f"[{self._problem.id}] tutor: turn {self._turn}/{self.ideation_turns}, {self._withheld} withheld"
+        ]
+        lines += [f"{t['role']}: {t['content']}" for t in self._view("teacher")]
+        for i, attempt in enumerate(self._attempts):
+            lines.append(
+                f"-- submission {i + 1} ({(attempt.verdict or {}).get('status')}):\n{attempt.text}"
+            )
+        return "\n".join(lines)
+
+    def close(self):
+        self._executor.close()
+        super().close()
+
+
+def _parse_action(action) -> tuple[str | None, str | None]:
+    """-> (the teacher's message or None for saying nothing, error)."""
+    if isinstance(action, str):
+        return (strip_think(action).strip()[:MAX_MESSAGE] or None), None
+    if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+        action = {"intervene": int(action)}
+    if not isinstance(action, Mapping):
+        return None, f"action must be a dict, a string or 0/1, got {type(action).__name__}"
+    if action.get("error"):
+        return None, str(action["error"])
+    try:
+        intervene = int(np.asarray(action.get("intervene", 0)).item())
+    except (TypeError, ValueError) as exc:
+        return None, f"bad intervene value: {exc}"
+    message = action.get("message", "")
+    if intervene not in (0, 1) or not isinstance(message, str):
+        return None, f"intervene must be 0/1 and message a string, got {action!r:.200}"
+    if not intervene:
+        return None, None
+    if not message.strip():
+        return None, "intervene=1 with an empty message"
+    return message.strip()[:MAX_MESSAGE], None
+
+
+def batched_tutor(num_envs: int = 1, **kwargs):
+    """Vector entry point of the tutor ids: sub-envs' model calls are batched."""
+    from intbench.envs.vector import BatchedVectorEnv
+
+    return BatchedVectorEnv([lambda: TutorEnv(**kwargs) for _ in range(num_envs)])

@@ -1,0 +1,37 @@
+"""The tutor protocol's parts outside the env: the ideation checker, Elo skill
+calibration with task selection and transfer rates, and Bradley–Terry win rates."""
+
+from intbench.tutor.bradley_terry import (
+    BradleyTerry,
+    fit_bradley_terry,
+    pairwise_from_rankings,
+    rankings_from_episodes,
+)
+from intbench.tutor.checker import CheckResult, rules_check
+from intbench.tutor.elo import (
+    DOMAIN_ELO,
+    EloConfig,
+    EloTable,
+    elo_update,
+    expected_score,
+    ratings_from_episodes,
+    solo_outcome,
+    transfer_report,
+)
+
+__all__ = [
+    "DOMAIN_ELO",
+    "BradleyTerry",
+    "CheckResult",
+    "EloConfig",
+    "EloTable",
+    "elo_update",
+    "expected_score",
+    "fit_bradley_terry",
+    "pairwise_from_rankings",
+    "rankings_from_episodes",
+    "ratings_from_episodes",
+    "rules_check",
+    "solo_outcome",
+    "transfer_report",
+]

@@ -1,0 +1,289 @@
+"""The human-study web app in headless Chromium: whole sessions as a participant clicks them.
+
+The server runs as a real ``intbench serve`` subprocess, so the Standard
+session can SIGKILL it mid-trial and restart it.  A screenshot of every
+screen goes to a directory printed by the test (``-s`` shows it); set
+``INTBENCH_SCREENS_DIR`` to also copy them somewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("flask")
+pytest.importorskip("waitress")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright Python package is not installed"
+)
+
+from intbench.records import Episode  # noqa: E402
+from intbench.report import generate_report, read_runs  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TRACE = (
+    "We need the value asked for. First I write down what is given in the question. "
+    "Then I compute the intermediate quantity, being careful with each step of the arithmetic. "
+    "Checking the arithmetic once more, everything seems consistent. So the final answer is \\boxed{12345}."
+)
+TESTS_DIR = Path(__file__).parent
+LAUNCH = (
+    "import argparse, sys; from intbench.commands import serve; "
+    "p = argparse.ArgumentParser(); serve.add_parser(p.add_subparsers()); "
+    "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
+)
+
+
+def respond(messages) -> str:
+    """The scripted student: a fixed wrong trace, and a short continuation after a teacher's update."""
+    return "Thanks, fixing it: \\boxed{6}." if "<update>" in messages[-1]["content"] else TRACE
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """``intbench serve`` in a subprocess that can be killed and restarted."""
+
+    def __init__(self, out: Path, condition: str, cache: Path):
+        self.out, self.port = out, free_port()
+        self.args = [
+            "serve", "--env", "IntBench-Math-v0", "--condition", condition, "-n", "4", "--practice", "2",
+            "--trials", "2", "--student", "scripted:test_human_browser:respond", "--out", str(out),
+            "--port", str(self.port), "--completion-code", "C0DE42",
+        ]  # fmt: skip
+        self.env = {
+            **os.environ,
+            "INTBENCH_CACHE": str(cache),
+            "PYTHONPATH": f"{TESTS_DIR}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        }
+        self.process: subprocess.Popen | None = None
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        log = open(self.out.parent / f"server-{self.port}.log", "a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", LAUNCH, *self.args], env=self.env, stdout=log, stderr=log
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"server exited: {(self.out.parent / f'server-{self.port}.log').read_text()}"
+                )
+            try:
+                urllib.request.urlopen(self.url + "/", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise TimeoutError("the server did not come up")
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+class Screens:
+    def __init__(self, page, directory: Path, prefix: str):
+        self.page, self.dir, self.prefix, self.count = page, directory, prefix, 0
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def shot(self, name: str) -> None:
+        self.count += 1
+        self.page.screenshot(
+            path=str(self.dir / f"{self.prefix}_{self.count:02d}_{name}.png"), full_page=True
+        )
+
+
+@pytest.fixture
+def browser(tmp_path):
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        context = instance.new_context(viewport={"width": 1000, "height": 800})
+        yield context.new_page()
+        context.close()
+        instance.close()
+
+
+@pytest.fixture
+def screens_dir(tmp_path):
+    directory = tmp_path / "screens"
+    yield directory
+    print(f"\nscreenshots: {directory}")
+    target = os.environ.get("INTBENCH_SCREENS_DIR")
+    if target and directory.exists():
+        shutil.copytree(directory, target, dirs_exist_ok=True)
+
+
+def wait_for_completed(out: Path, expected: int) -> list[dict]:
+    """The latest records once every background continuation has finished."""
+    deadline = time.monotonic() + 60
+    while True:
+        latest = read_runs([out]).episodes
+        states = [r["metadata"]["human"]["continuation"] for r in latest]
+        if len(latest) == expected and "pending" not in states:
+            return latest
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"continuations did not finish: {states}")
+        time.sleep(0.3)
+
+
+def practice_check_and_instructions(page, shots: Screens, condition: str) -> None:
+    shots.shot("instructions")
+    page.click("#continue")
+    if condition == "standard":
+        shots.shot("practice_reading")
+        page.click("#confirm-read")
+        shots.shot("practice_trace")
+        page.click("#reveal")
+        page.fill("#message", "Practice message.")
+        page.click("#intervene")
+        page.click("#confirm-read")
+        while page.locator("#reveal").count():
+            page.click("#reveal")
+        shots.shot("practice_trace_end")
+        page.click("#move-on")
+    else:
+        shots.shot("practice_oracle")
+        page.click("#no-intervention")
+        page.click("#no-intervention")
+    shots.shot("check")
+    page.check("#check-messages input[value=many]")
+    for fieldset in page.locator("fieldset").all():
+        if not fieldset.locator("input:checked").count():
+            fieldset.locator("input").first.check()
+    page.click("#check-submit")
+    if page.locator("#error-message").count():
+        shots.shot("check_wrong")
+    answers = {
+        "standard": {"reveal": "next", "when": "any"},
+        "oracle": {"see": "all", "where": "click"},
+    }[condition]
+    for qid, value in {**answers, "messages": "one"}.items():
+        page.check(f"#check-{qid} input[value={value}]")
+    page.click("#check-submit")
+
+
+def questionnaire(page, shots: Screens) -> None:
+    shots.shot("questionnaire")
+    page.check("#q-teaching input[value=informal]")
+    page.check("#q-parent input[value=no]")
+    page.check("#q-ai_use input[value=weekly]")
+    page.fill("#q-strategy", "I waited until the student went wrong.")
+    page.click("#questionnaire-submit")
+    assert page.inner_text("#completion-code") == "C0DE42"
+    shots.shot("done")
+
+
+def test_standard_session_survives_a_kill(tmp_path, browser, screens_dir):
+    out = tmp_path / "standard"
+    server = Server(out, "standard", tmp_path / "cache")
+    server.start()
+    page, shots = browser, Screens(browser, screens_dir, "standard")
+    try:
+        page.goto(server.url + "/")
+        shots.shot("start")
+        page.goto(server.url + "/?PROLIFIC_PID=browser_1")
+        practice_check_and_instructions(page, shots, "standard")
+
+        assert "Question 1 of 2" in page.inner_text("#progress")
+        page.click("#confirm-read")
+        page.click("#reveal")
+        page.click("#intervene")  # empty message: refused with a clear message
+        assert "empty" in page.inner_text("#error-message")
+        shots.shot("error_empty_message")
+        page.fill("#message", "Re-read what the question asks for.")
+        page.click("#intervene")
+
+        assert "Question 2 of 2" in page.inner_text("#progress")
+        page.click("#confirm-read")
+        page.click("#reveal")
+        page.click("#reveal")
+        shots.shot("trial_trace")
+        shown = page.inner_text("#trace")
+        server.kill()
+        assert len(read_runs([out]).episodes) == 1  # the first trial is on disk
+        server.start()
+        page.reload()
+        assert (
+            "Question 2 of 2" in page.inner_text("#progress") and page.inner_text("#trace") == shown
+        )
+        while page.locator("#reveal").count():
+            page.click("#reveal")
+        assert page.inner_text("#trace") == TRACE
+        page.fill("#message", "Check the last step.")
+        page.click("#intervene")
+        questionnaire(page, shots)
+
+        latest = wait_for_completed(out, expected=2)
+    finally:
+        server.stop()
+    for record in latest:
+        Episode.from_dict(record)
+        assert record["teacher"] == "human:browser_1" and record["condition"] == "standard"
+        assert record["intervention"]["attempt"]["text"].startswith("Thanks, fixing it")
+    assert sorted(r["intervention"]["tau_rel"] for r in latest)[-1] == 1.0
+    report = generate_report([out], tmp_path / "report", samples=20)
+    assert report.html_path.exists()
+    assert any(key.teacher == "human" for key in report.data.monitor)
+
+
+def test_oracle_session_clicks_a_position(tmp_path, browser, screens_dir):
+    out = tmp_path / "oracle"
+    server = Server(out, "oracle", tmp_path / "cache")
+    server.start()
+    page, shots = browser, Screens(browser, screens_dir, "oracle")
+    try:
+        page.goto(server.url + "/?participant=browser_2")
+        practice_check_and_instructions(page, shots, "oracle")
+        assert (
+            page.inner_text("#verdict") == "incorrect"
+            and page.inner_text("#student-answer") == "12345"
+        )
+        box = page.locator("#trace").bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + 12)
+        position = int(page.input_value("#position"))
+        assert 0 < position < len(TRACE)
+        page.fill("#message", "Compute the intermediate quantity again.")
+        shots.shot("trial_position_chosen")
+        page.click("#intervene")
+        page.click("#no-intervention")
+        questionnaire(page, shots)
+        latest = wait_for_completed(out, expected=2)
+    finally:
+        server.stop()
+    helped = [r for r in latest if r["intervention"]]
+    assert len(helped) == 1 and helped[0]["intervention"]["tau_abs"] == position
+    assert helped[0]["metadata"]["human"]["continuation"] == "done"
+    assert generate_report([out], tmp_path / "report", samples=20).html_path.exists()
