@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "intbench.commands.eval",
     "intbench.commands.report",
     "intbench.commands.serve",
+    "intbench.commands.variants",
 ]
 
 

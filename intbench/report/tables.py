@@ -208,6 +208,7 @@ def summarize(episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) -> Rep
     monitor_groups: dict[MonitorKey, list[dict]] = defaultdict(list)
     feedback_partial: dict[tuple, list[dict]] = defaultdict(list)
     other: dict[str, int] = defaultdict(int)
+    generalization: list[dict] = []
     for episode in episodes:
         protocol = episode.get("protocol")
         if protocol == "monitor":
@@ -216,6 +217,8 @@ def summarize(episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) -> Rep
             feedback_partial[_feedback_partial_key(episode)].append(episode)
         else:
             other[str(protocol)] += 1
+            if protocol == "generalization":
+                generalization.append(episode)
 
     monitor = {
         key: monitor_summary(group, samples=samples)
@@ -238,6 +241,10 @@ def summarize(episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) -> Rep
         tables.append(feedback_table(feedback))
     for matrix in matrices:
         tables += matrix_tables(matrix)
+    if generalization:
+        from intbench.generalization import generalization_table
+
+        tables.append(generalization_table(generalization, samples))
     return ReportData(monitor, feedback, matrices, tables, dict(other))
 
 

@@ -219,8 +219,34 @@ def load_hub(domain: Domain, split: str | None) -> list[Problem]:
     return problems
 
 
+def _native_problems(domain: Domain, file: Path) -> list[Problem] | None:
+    """Problems from a JSONL of ``Problem.to_dict()`` lines (e.g. a variant set), else ``None``.
+
+    Read without ``datasets``: Arrow would unify the nested ``metadata`` and
+    ``answer`` values across rows and add keys a row never had.
+    """
+    lines = [line for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        rows = [json.loads(line) for line in lines]
+    except ValueError:
+        return None
+    if not rows or not all(isinstance(r, dict) and {"id", "domain", "question"} <= set(r) for r in rows):
+        return None
+    problems = []
+    for number, row in enumerate(rows, 1):
+        try:
+            problem = Problem.from_dict(row)
+        except (TypeError, ValueError) as exc:
+            raise DataSourceError(f"{file}: problem {number}: {exc}") from exc
+        if problem.domain != domain.name:
+            raise DataSourceError(f"{file}: problem {problem.id!r} is of domain {problem.domain!r}, not {domain.name!r}")
+        problems.append(problem)
+    return problems
+
+
 def load_local(domain: Domain, path: str | os.PathLike) -> list[Problem]:
-    """Load a JSONL/JSON/Parquet file in the domain's hub schema through ``datasets``."""
+    """Load a JSONL/JSON/Parquet file in the domain's hub schema through ``datasets``,
+    or a JSONL of native ``Problem`` records (variant sets)."""
     file = Path(path)
     builder = LOCAL_FORMATS.get(file.suffix.lower())
     if builder is None:
@@ -230,6 +256,10 @@ def load_local(domain: Domain, path: str | os.PathLike) -> list[Problem]:
         )
     if not file.is_file():
         raise DataSourceError(f"data file not found: {str(file)!r}")
+    if file.suffix.lower() == ".jsonl":
+        native = _native_problems(domain, file)
+        if native is not None:
+            return native
     import datasets
 
     bars_were_off = datasets.utils.are_progress_bars_disabled()

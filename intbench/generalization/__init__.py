@@ -1,0 +1,63 @@
+"""Variant problems and the generalization evaluation (Int-Bench).
+
+* :mod:`~intbench.generalization.variants` — the four-step LLM pipeline
+  (skill extractor, skill clusterer, problem generator, validator).
+* :mod:`~intbench.generalization.procedural` — exact variants of generated
+  problems, no model needed.
+* :mod:`~intbench.generalization.variant_set` — the JSONL file both write.
+* :mod:`~intbench.generalization.contexts` — the student on variants under
+  No-Context, Problem-Context and Intervention-Context.
+* :mod:`~intbench.generalization.metrics` — G and ΔG with bootstrap CIs.
+"""
+
+from intbench.generalization.contexts import (
+    CONTEXTS,
+    ContextUnavailable,
+    GeneralizationResult,
+    context_messages,
+    evaluate_generalization,
+)
+from intbench.generalization.metrics import (
+    generalization_scores,
+    generalization_summary,
+    generalization_table,
+)
+from intbench.generalization.procedural import procedural_variants
+from intbench.generalization.variant_set import (
+    VariantSetError,
+    read_variant_set,
+    write_variant_set,
+)
+from intbench.generalization.variants import (
+    LLM_DOMAINS,
+    PipelineResult,
+    ProblemGenerator,
+    SkillClusterer,
+    SkillExtractor,
+    UnsupportedDomainError,
+    Validator,
+    VariantPipeline,
+)
+
+__all__ = [
+    "CONTEXTS",
+    "LLM_DOMAINS",
+    "ContextUnavailable",
+    "GeneralizationResult",
+    "PipelineResult",
+    "ProblemGenerator",
+    "SkillClusterer",
+    "SkillExtractor",
+    "UnsupportedDomainError",
+    "Validator",
+    "VariantPipeline",
+    "VariantSetError",
+    "context_messages",
+    "evaluate_generalization",
+    "generalization_scores",
+    "generalization_summary",
+    "generalization_table",
+    "procedural_variants",
+    "read_variant_set",
+    "write_variant_set",
+]

@@ -1,0 +1,109 @@
+"""Exact variants for procedurally generated problems, without any model.
+
+:func:`intbench.envs.domains.generators.make_variant` redraws a problem's
+parameters from the same generator and skill.  This module asks it for
+``n`` variants per problem, then checks what the LLM pipeline can only ask a
+validator about: the skill label is unchanged and the reference answer passes
+the domain's own verifier against the problem recomputed from its stored
+parameters.  A variant that fails a check is dropped and the reason recorded; generator errors (a parameter draw that cannot produce a new
+question) are recorded the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from intbench.envs.domains.generators import GENERATORS, make_variant, rebuild
+from intbench.records import Problem
+from intbench.verifiers import verify
+
+PROCEDURAL_DOMAINS = tuple(GENERATORS)
+"""Domains whose offline problems come from a generator that can make variants."""
+
+# The first seed of variant k is k * SEED_STRIDE + seed, so variant sets made
+# with different base seeds (< SEED_STRIDE apart) never share a draw.
+SEED_STRIDE = 1_000
+
+
+def reference_response(problem: Problem) -> str:
+    """A response that states the problem's reference answer in the domain's answer format."""
+    if problem.domain in ("math", "omni_math"):
+        return f"\\boxed{{{problem.answer}}}"
+    return f"Answer: {problem.answer}"
+
+
+def is_procedural(problem: Problem) -> bool:
+    """True for problems the offline generators made (they carry their parameters)."""
+    return problem.domain in PROCEDURAL_DOMAINS and isinstance(
+        (problem.fields or {}).get("params"), dict
+    )
+
+
+@dataclass
+class ProceduralResult:
+    """Kept variants and one log entry per dropped variant or generator failure."""
+
+    variants: list[Problem]
+    log: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"problems": self.log}
+
+
+def check_variant(original: Problem, variant: Problem) -> str | None:
+    """Why ``variant`` is not an exact variant of ``original``, or ``None`` if it is."""
+    if variant.metadata.get("skill") != original.metadata.get("skill"):
+        return f"skill changed: {original.metadata.get('skill')!r} -> {variant.metadata.get('skill')!r}"
+    if variant.question == original.question:
+        return "same question as the original"
+    # The stated answer is checked against a problem recomputed from the stored
+    # parameters, so a wrong answer cannot pass by being compared with itself.
+    try:
+        rebuilt = rebuild(variant)
+    except Exception as exc:  # parameters the generator cannot replay
+        return f"cannot rebuild from its parameters: {type(exc).__name__}: {exc}"
+    verdict = verify(rebuilt, reference_response(variant))
+    if not verdict.correct:
+        return f"reference answer fails the verifier ({verdict.status}: {verdict.feedback})"
+    return None
+
+
+def procedural_variants(problems: list[Problem], n: int, seed: int = 0) -> ProceduralResult:
+    """``n`` checked variants per generated problem (fewer where a check fails).
+
+    Deterministic in ``(problems, n, seed)``.
+
+    Raises:
+        ValueError: ``n`` is not a positive integer, or a problem was not made
+            by the offline generators (use the LLM pipeline for it).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    if n > SEED_STRIDE:
+        raise ValueError(f"n must be at most {SEED_STRIDE}, got {n}")
+    foreign = [p.id for p in problems if not is_procedural(p)]
+    if foreign:
+        raise ValueError(
+            f"{len(foreign)} problem(s) were not made by the offline generators "
+            f"(e.g. {foreign[0]!r}); procedural variants exist for {list(PROCEDURAL_DOMAINS)} "
+            "offline problems only, use the LLM pipeline (--model) for others"
+        )
+    result = ProceduralResult([])
+    for problem in problems:
+        entry = {"problem_id": problem.id, "skill": problem.metadata.get("skill"), "dropped": []}
+        for k in range(n):
+            variant_seed = k * SEED_STRIDE + seed
+            try:
+                variant = make_variant(problem, variant_seed)
+            except Exception as exc:  # generator give-ups are recorded, not fatal
+                entry["dropped"].append(
+                    {"seed": variant_seed, "reason": f"{type(exc).__name__}: {exc}"}
+                )
+                continue
+            reason = check_variant(problem, variant)
+            if reason:
+                entry["dropped"].append({"seed": variant_seed, "reason": reason})
+            else:
+                result.variants.append(variant)
+        result.log.append(entry)
+    return result

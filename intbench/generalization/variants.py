@@ -1,0 +1,393 @@
+"""The four-step LLM pipeline that writes variant problems (Int-Bench).
+
+1. :class:`SkillExtractor` — one fine-grained skill label per problem
+   (template ``skill_extract``).
+2. :class:`SkillClusterer` — groups the labels into a taxonomy of categories
+   (``skill_cluster``).
+3. :class:`ProblemGenerator` — N candidate variants per problem that keep the
+   skill and change surface form, context and parameters (``variant_generate``).
+4. :class:`Validator` — drops candidates that test another skill or whose
+   reference answer is wrong (``variant_validate``); a candidate whose own
+   worked solution ends in a different answer than the one it states is
+   dropped as well, without asking the model.
+
+Every stage works with any chat backend, sends one batched ``generate`` call
+for all its prompts, and caches raw replies on disk (``JsonCache`` namespace
+``variant-pipeline``) keyed by model, prompt and sampling, so a re-run costs
+nothing and a better parser applies to old replies.  Failed calls are not
+cached.  Replies are parsed defensively; every failure is recorded in the
+pipeline log rather than raised.
+
+Only domains whose reference answer is a short text can be checked this way
+(:data:`LLM_DOMAINS`); code and grid domains need tests or grids a model
+cannot be trusted to write, so they are refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from intbench.agents.base import ChatBackend, SamplingParams
+from intbench.cache import JsonCache, stable_hash
+from intbench.envs.common import backend_name, shared_backend
+from intbench.envs.domains.prompting import render_messages
+from intbench.generalization.parsing import (
+    Candidate,
+    SkillLabel,
+    Taxonomy,
+    Validation,
+    parse_candidates,
+    parse_skill,
+    parse_taxonomy,
+    parse_validation,
+)
+from intbench.records import Problem
+from intbench.verifiers import verify
+
+logger = logging.getLogger(__name__)
+
+LLM_DOMAINS = ("math", "omni_math", "linguini", "brainteaser")
+"""Domains the LLM pipeline supports (text answers a verifier can check)."""
+
+CACHE_NAMESPACE = "variant-pipeline"
+VARIANT_SOURCE = "intbench-variants-llm"
+
+# Labelling and checking want the model's single best reply; writing problems wants variety.
+DEFAULT_SAMPLING = {
+    "skill_extract": SamplingParams(temperature=0.0, max_tokens=128, seed=0),
+    "skill_cluster": SamplingParams(temperature=0.0, max_tokens=1024, seed=0),
+    "variant_generate": SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1536, seed=0),
+    "variant_validate": SamplingParams(temperature=0.0, max_tokens=384, seed=0),
+}
+
+
+class UnsupportedDomainError(ValueError):
+    """The LLM pipeline cannot produce checkable variants for this domain."""
+
+
+@dataclass
+class Reply:
+    """One model reply of a stage: text, or the error of a failed call."""
+
+    text: str
+    error: str | None = None
+    from_cache: bool = False
+
+
+class _Stage:
+    """Shared plumbing: render prompts, answer from the cache, batch the rest."""
+
+    template = ""
+
+    def __init__(
+        self,
+        model: str | ChatBackend,
+        sampling: SamplingParams | None = None,
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
+        self.backend = shared_backend(model)
+        self.model = backend_name(model)
+        self.sampling = sampling or DEFAULT_SAMPLING[self.template]
+        self.cache = JsonCache(CACHE_NAMESPACE, cache_dir)
+
+    def messages(self, domain: str, **variables: Any) -> list[dict]:
+        """The chat messages this stage sends (for inspection and tests)."""
+        return render_messages(domain, self.template, **variables)
+
+    def complete(self, conversations: list[list[dict]]) -> list[Reply]:
+        """Replies to ``conversations``: cached ones, then one batched call for the rest."""
+        keys = [
+            stable_hash(self.template, self.model, conv, self.sampling.__dict__)
+            for conv in conversations
+        ]
+        replies: list[Reply | None] = []
+        for key in keys:
+            entry = self.cache.get(key)
+            replies.append(Reply(entry["text"], from_cache=True) if entry else None)
+        missing = [i for i, reply in enumerate(replies) if reply is None]
+        if missing:
+            try:
+                outputs = self.backend.generate([conversations[i] for i in missing], self.sampling)
+            except Exception as exc:  # a failed call is recorded per item, never raised
+                logger.warning("%s: model call failed: %s", self.template, exc)
+                outputs = None
+            for position, index in enumerate(missing):
+                if outputs is None:
+                    replies[index] = Reply("", error="model call failed")
+                    continue
+                completion = outputs[position]
+                if completion.error:
+                    replies[index] = Reply("", error=completion.error)
+                else:
+                    self.cache.put(keys[index], {"text": completion.text})
+                    replies[index] = Reply(completion.text)
+        return replies  # type: ignore[return-value]
+
+
+class SkillExtractor(_Stage):
+    """Step 1: the single most specific skill each problem needs."""
+
+    template = "skill_extract"
+
+    def extract(self, problems: list[Problem]) -> list[tuple[SkillLabel, Reply]]:
+        """One ``(label, raw reply)`` per problem; a failed call gives a label with ``error``."""
+        conversations = [self.messages(p.domain, problem=p) for p in problems]
+        results = []
+        for reply in self.complete(conversations):
+            label = SkillLabel(None, error=reply.error) if reply.error else parse_skill(reply.text)
+            results.append((label, reply))
+        return results
+
+
+class SkillClusterer(_Stage):
+    """Step 2: a taxonomy of categories over the skill labels (one call)."""
+
+    template = "skill_cluster"
+
+    def cluster(self, skills: list[str], domain: str) -> tuple[Taxonomy, Reply | None]:
+        """Categories for the distinct labels in ``skills``; no call when there are none."""
+        distinct = list(dict.fromkeys(skills))
+        if not distinct:
+            return Taxonomy(), None
+        reply = self.complete([self.messages(domain, skills=distinct)])[0]
+        if reply.error:
+            taxonomy = parse_taxonomy("", distinct)
+            taxonomy.error = reply.error
+            return taxonomy, reply
+        return parse_taxonomy(reply.text, distinct), reply
+
+
+class ProblemGenerator(_Stage):
+    """Step 3: ``n`` candidate variants per problem that keep its skill."""
+
+    template = "variant_generate"
+
+    def generate(
+        self, problems: list[Problem], skills: list[str], n: int
+    ) -> list[tuple[list[Candidate], list[str], Reply]]:
+        """Per problem: (up to ``n`` candidates, reasons for unusable blocks, raw reply)."""
+        conversations = [
+            self.messages(p.domain, problem=p, skill=s, n=n)
+            for p, s in zip(problems, skills, strict=True)
+        ]
+        results = []
+        for reply in self.complete(conversations):
+            if reply.error:
+                results.append(([], [f"model call failed: {reply.error}"], reply))
+                continue
+            candidates, issues = parse_candidates(reply.text)
+            if len(candidates) > n:
+                issues.append(f"{len(candidates)} candidates for {n} asked; kept the first {n}")
+                candidates = candidates[:n]
+            results.append((candidates, issues, reply))
+        return results
+
+
+class Validator(_Stage):
+    """Step 4: does a candidate need the skill, and is its stated answer right?"""
+
+    template = "variant_validate"
+
+    def validate(self, items: list[tuple[Problem, str, Candidate]]) -> list[Validation]:
+        """One verdict per ``(original, skill, candidate)``; failures are rejections with ``error``."""
+        conversations = [
+            self.messages(original.domain, original=original, skill=skill, candidate=candidate)
+            for original, skill, candidate in items
+        ]
+        return [
+            Validation(None, None, error=reply.error)
+            if reply.error
+            else parse_validation(reply.text)
+            for reply in self.complete(conversations)
+        ]
+
+
+_BOXED = re.compile(r"^\\boxed\{(.*)\}$", re.DOTALL)
+
+
+def clean_answer(answer: str) -> str:
+    """A stated answer without the wrapping models add (``$...$``, ``\\boxed{...}``, "Answer:")."""
+    value = answer.strip()
+    value = re.sub(r"^(final\s+)?answer\s*:\s*", "", value, flags=re.IGNORECASE)
+    if len(value) >= 2 and value.startswith("$") and value.endswith("$"):
+        value = value.strip("$").strip()
+    boxed = _BOXED.match(value)
+    return boxed.group(1).strip() if boxed else value
+
+
+def solution_disagrees(candidate: Problem) -> str | None:
+    """Why the candidate's own solution contradicts its stated answer, or ``None``.
+
+    Only a solution whose final answer the verifier can read counts: a
+    solution without a readable final answer is no evidence either way.
+    """
+    if not candidate.solution:
+        return None
+    verdict = verify(candidate, candidate.solution)
+    if verdict.status == "incorrect" and verdict.answer not in (None, ""):
+        return f"its solution ends in {verdict.answer!r}, not the stated answer"
+    return None
+
+
+@dataclass
+class PipelineResult:
+    """What a pipeline run produced: the kept variants and a log of every decision."""
+
+    variants: list[Problem]
+    log: list[dict]
+    taxonomy: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The log and taxonomy as JSON (variants go to the variant-set file)."""
+        return {"taxonomy": self.taxonomy, "problems": self.log}
+
+
+class VariantPipeline:
+    """Runs the four steps over a list of problems with one chat model.
+
+    Args:
+        model: a model spec or backend used for every step.
+        n_variants: candidates asked for per problem (before validation).
+        cache_dir: root of the reply cache [``$INTBENCH_CACHE`` or ``~/.cache/intbench``].
+        sampling: per-step overrides, keyed by template name
+            (``skill_extract``, ``skill_cluster``, ``variant_generate``, ``variant_validate``).
+    """
+
+    def __init__(
+        self,
+        model: str | ChatBackend,
+        n_variants: int = 3,
+        cache_dir: str | os.PathLike | None = None,
+        sampling: dict[str, SamplingParams] | None = None,
+    ) -> None:
+        if isinstance(n_variants, bool) or not isinstance(n_variants, int) or n_variants < 1:
+            raise ValueError(f"n_variants must be a positive integer, got {n_variants!r}")
+        unknown = set(sampling or {}) - set(DEFAULT_SAMPLING)
+        if unknown:
+            raise ValueError(
+                f"unknown pipeline step(s) {sorted(unknown)}; use {list(DEFAULT_SAMPLING)}"
+            )
+        chosen = {**DEFAULT_SAMPLING, **(sampling or {})}
+        self.n_variants = n_variants
+        self.model = backend_name(model)
+        self.extractor = SkillExtractor(model, chosen["skill_extract"], cache_dir)
+        self.clusterer = SkillClusterer(model, chosen["skill_cluster"], cache_dir)
+        self.generator = ProblemGenerator(model, chosen["variant_generate"], cache_dir)
+        self.validator = Validator(model, chosen["variant_validate"], cache_dir)
+
+    def run(self, problems: list[Problem]) -> PipelineResult:
+        """Extract, cluster, generate and validate; returns the kept variants and the log.
+
+        Raises:
+            UnsupportedDomainError: a problem's domain is not in :data:`LLM_DOMAINS`.
+            ValueError: ``problems`` mixes domains.
+        """
+        if not problems:
+            return PipelineResult([], [])
+        domains = {p.domain for p in problems}
+        if len(domains) > 1:
+            raise ValueError(f"problems mix domains {sorted(domains)}; run one domain at a time")
+        domain = domains.pop()
+        if domain not in LLM_DOMAINS:
+            raise UnsupportedDomainError(
+                f"the LLM variant pipeline supports {list(LLM_DOMAINS)}, not {domain!r}: "
+                "its variants would need tests or grids that cannot be checked here"
+            )
+        labels = self.extractor.extract(problems)
+        log = [
+            {
+                "problem_id": p.id,
+                "skill": label.skill,
+                "skill_explanation": label.explanation,
+                "skill_error": label.error,
+                "skill_reply": reply.text,
+                "candidates": [],
+                "generation_issues": [],
+            }
+            for p, (label, reply) in zip(problems, labels, strict=True)
+        ]
+        labelled = [i for i, (label, _) in enumerate(labels) if label.skill]
+        skills = [labels[i][0].skill for i in labelled]
+        taxonomy, cluster_reply = self.clusterer.cluster(skills, domain)
+        for i in labelled:
+            log[i]["skill_category"] = taxonomy.assignment.get(labels[i][0].skill)
+        generated = self.generator.generate(
+            [problems[i] for i in labelled], skills, self.n_variants
+        )
+        pending: list[tuple[int, int, Problem]] = []  # (problem index, candidate index, variant)
+        for i, (candidates, issues, _) in zip(labelled, generated, strict=True):
+            log[i]["generation_issues"] = issues
+            for k, candidate in enumerate(candidates):
+                variant = self._as_problem(problems[i], k, candidate, log[i])
+                pending.append((i, k, variant))
+                log[i]["candidates"].append(
+                    {"id": variant.id, "question": variant.question, "answer": variant.answer,
+                     "solution": variant.solution, "kept": False, "rejected_because": []}
+                )  # fmt: skip
+        validations = self.validator.validate(
+            [
+                (problems[i], log[i]["skill"], Candidate(v.question, v.answer, v.solution or ""))
+                for i, _, v in pending
+            ]
+        )
+        kept = []
+        for (i, k, variant), validation in zip(pending, validations, strict=True):
+            entry = log[i]["candidates"][k]
+            entry["validation"] = dataclasses.asdict(validation)
+            reasons = _rejections(variant, problems[i], validation)
+            entry["rejected_because"] = reasons
+            entry["kept"] = not reasons
+            if not reasons:
+                variant.metadata["validation"] = {"reason": validation.reason}
+                kept.append(variant)
+        taxonomy_dict = {
+            "categories": taxonomy.categories,
+            "error": taxonomy.error,
+            "reply": cluster_reply.text if cluster_reply else None,
+        }
+        return PipelineResult(kept, log, taxonomy_dict)
+
+    def _as_problem(
+        self, original: Problem, index: int, candidate: Candidate, entry: dict
+    ) -> Problem:
+        return Problem(
+            id=f"{original.id}/variant/llm/{index}",
+            domain=original.domain,
+            question=candidate.question,
+            answer=clean_answer(candidate.answer),
+            solution=candidate.solution or None,
+            metadata={
+                "source": VARIANT_SOURCE,
+                "generator": self.model,
+                "variant_of": original.id,
+                "skill": entry["skill"],
+                "skill_category": entry.get("skill_category"),
+                "split": original.metadata.get("split"),
+                "license": original.metadata.get("license"),
+            },
+        )
+
+
+def _rejections(variant: Problem, original: Problem, validation: Validation) -> list[str]:
+    """Every reason to drop a candidate (empty: keep it)."""
+    reasons = []
+    if validation.error:
+        reasons.append(f"validator reply unusable: {validation.error}")
+    else:
+        if not validation.same_skill:
+            reasons.append("validator: tests another skill")
+        if not validation.answer_correct:
+            reasons.append("validator: stated answer is wrong")
+    if not variant.answer:
+        reasons.append("empty answer")
+    if variant.question.strip() == original.question.strip():
+        reasons.append("same question as the original")
+    disagreement = solution_disagrees(variant)
+    if disagreement:
+        reasons.append(disagreement)
+    return reasons
