@@ -9,8 +9,9 @@ interchangeable.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 Message = dict[str, str]
 Conversation = list[Message]
@@ -52,12 +53,28 @@ class UsageCounters:
     errors: int = 0
     extra: dict = field(default_factory=dict)
 
+    # One lock for all counters (a class attribute, not a field, so the
+    # dataclass stays copyable and ``asdict``-able); updates are tiny.
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
     def add(self, completion: Completion) -> None:
-        self.calls += 1
-        self.prompt_tokens += completion.prompt_tokens
-        self.completion_tokens += completion.completion_tokens
-        if completion.error:
-            self.errors += 1
+        """Count one finished request (thread-safe)."""
+        with self._lock:
+            self.calls += 1
+            self.prompt_tokens += completion.prompt_tokens
+            self.completion_tokens += completion.completion_tokens
+            if completion.error:
+                self.errors += 1
+
+    def add_batch(
+        self, completions: list[Completion], seconds: float, prefilled_tokens: int
+    ) -> None:
+        """Count a whole ``generate`` call: its requests, wall time and prefill work."""
+        for completion in completions:
+            self.add(completion)
+        with self._lock:
+            self.seconds += seconds
+            self.prefilled_tokens += prefilled_tokens
 
 
 @runtime_checkable

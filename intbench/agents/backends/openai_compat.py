@@ -1,0 +1,291 @@
+"""Backend for any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, APIs).
+
+A batch becomes many requests in flight at once (at most ``concurrency``),
+sent by an ``AsyncOpenAI`` client that lives on a private event-loop thread,
+so callers stay synchronous and the connection pool survives between batches.
+
+Failures: 429, 408, 409, 5xx, timeouts and connection errors are retried with
+exponential backoff and jitter (``Retry-After`` is honoured); other 4xx errors
+are not.  Each attempt is bounded by ``timeout`` and each ``generate`` call by
+an overall ``deadline``, so a call never hangs.  A request that still fails
+returns a Completion with ``finish_reason="error"`` and ``error`` naming the
+server and the last status, or raises :class:`BackendError` with
+``raise_on_error=True``.
+
+The API key comes from ``api_key``, else ``INTBENCH_API_KEY``, else
+``OPENAI_API_KEY``, else a dummy key (local servers usually ignore it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+import re
+import threading
+from typing import Any
+
+import openai
+
+from intbench.agents.backends import BackendError, BaseBackend
+from intbench.agents.base import Completion, Conversation, SamplingParams
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+DUMMY_KEY = "sk-intbench-no-key"
+_TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://\S+)$")
+
+
+def parse_openai_target(target: str) -> tuple[str, str | None]:
+    """Split ``<model>@<base_url>`` (the base URL is optional)."""
+    match = _TARGET.match(target)
+    if match:
+        return match["model"], match["url"]
+    if "@" in target:
+        raise ValueError(f"bad openai target {target!r}: expected <model>@http(s)://host[:port]/v1")
+    return target, None
+
+
+def _api_key(explicit: str | None) -> str:
+    return (
+        explicit
+        or os.environ.get("INTBENCH_API_KEY")
+        or os.environ.get("OPENAI_API_KEY")
+        or DUMMY_KEY
+    )
+
+
+class _Failure(Exception):
+    """One failed attempt: whether to retry, a description, and any Retry-After."""
+
+    def __init__(self, message: str, retryable: bool, retry_after: float | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class OpenAIBackend(BaseBackend):
+    """Chat completions over HTTP with bounded concurrency, retries and deadlines.
+
+    Options: ``concurrency`` (requests in flight, default 16), ``timeout``
+    (seconds per attempt), ``max_retries`` (retries after the first attempt),
+    ``backoff`` / ``max_backoff`` (seconds; delay doubles per retry, with
+    jitter), ``deadline`` (seconds for a whole ``generate`` call; by default
+    the worst case the other options allow), ``raise_on_error``,
+    ``api_key``, ``extra_body`` (dict passed through to the server).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        concurrency: int = 16,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 20.0,
+        deadline: float | None = None,
+        raise_on_error: bool = False,
+        extra_body: dict | None = None,
+        spec: str | None = None,
+    ) -> None:
+        super().__init__(spec or f"openai:{model}" + (f"@{base_url}" if base_url else ""))
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        if (
+            timeout <= 0
+            or backoff < 0
+            or max_backoff < 0
+            or (deadline is not None and deadline <= 0)
+        ):
+            raise ValueError("timeout and deadline must be > 0; backoff values must be >= 0")
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.concurrency = concurrency
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.deadline = deadline
+        self.raise_on_error = raise_on_error
+        self.extra_body = extra_body
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="intbench-openai-loop", daemon=True
+        )
+        self._thread.start()
+        # Retries are ours (to count them, honour our deadline and jitter), so the
+        # client's own are off; its timeout is a backstop above ours.
+        self._client = openai.AsyncOpenAI(
+            api_key=_api_key(api_key),
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=self.timeout + 5.0,
+        )
+        self._lock = threading.Lock()
+
+    def batch_deadline(self, n_requests: int) -> float:
+        """Seconds a ``generate`` call of ``n_requests`` may take at most."""
+        if self.deadline is not None:
+            return self.deadline
+        per_request = (self.timeout + self.max_backoff) * (self.max_retries + 1)
+        return per_request * math.ceil(n_requests / self.concurrency)
+
+    def _generate(
+        self, batch: list[Conversation], params: SamplingParams
+    ) -> tuple[list[Completion], int]:
+        if self._client is None:
+            raise BackendError(f"{self.spec}: backend is closed")
+        budget = self.batch_deadline(len(batch))
+        # One generate call at a time per backend keeps the concurrency limit honest.
+        with self._lock:
+            future = asyncio.run_coroutine_threadsafe(
+                self._run_batch(batch, params, budget), self._loop
+            )
+            # The coroutine enforces the deadline itself; this outer bound only
+            # guards against a stuck event loop.
+            completions = future.result(timeout=budget + 10.0)
+        if self.raise_on_error:
+            failed = [c.error for c in completions if c.error]
+            if failed:
+                raise BackendError(
+                    f"{len(failed)} of {len(batch)} requests failed; first: {failed[0]}"
+                )
+        return completions, sum(c.prompt_tokens for c in completions)
+
+    async def _run_batch(
+        self, batch: list[Conversation], params: SamplingParams, budget: float
+    ) -> list[Completion]:
+        limit = asyncio.Semaphore(self.concurrency)
+        deadline_at = self._loop.time() + budget
+
+        async def one(conversation: Conversation) -> Completion:
+            try:
+                return await asyncio.wait_for(
+                    self._request_with_retries(conversation, params, limit, deadline_at), budget
+                )
+            except asyncio.TimeoutError:
+                return self._error(f"deadline of {budget:.1f}s for the batch passed")
+
+        return list(await asyncio.gather(*(one(c) for c in batch)))
+
+    async def _request_with_retries(
+        self,
+        conversation: Conversation,
+        params: SamplingParams,
+        limit: asyncio.Semaphore,
+        deadline_at: float,
+    ) -> Completion:
+        attempts = 0
+        while True:
+            async with limit:
+                try:
+                    return await self._request(conversation, params)
+                except _Failure as failure:
+                    last = failure
+            attempts += 1
+            if not last.retryable or attempts > self.max_retries:
+                break
+            delay = self._delay(attempts, last.retry_after)
+            if self._loop.time() + delay >= deadline_at:
+                break
+            await asyncio.sleep(delay)
+        return self._error(f"{last} (after {attempts} attempt{'s' * (attempts > 1)})")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        # "Equal jitter": half the exponential step fixed, half random, so
+        # clients that failed together do not retry together.
+        step = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+        delay = step / 2 + random.uniform(0, step / 2)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_backoff))
+        return delay
+
+    async def _request(self, conversation: Conversation, params: SamplingParams) -> Completion:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": conversation,
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+        }
+        if params.stop:
+            kwargs["stop"] = params.stop
+        if params.seed is not None:
+            kwargs["seed"] = params.seed
+        if params.logprobs:
+            kwargs["logprobs"] = True
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        try:
+            response = await asyncio.wait_for(
+                self._client.chat.completions.create(**kwargs), self.timeout
+            )
+        except asyncio.TimeoutError:
+            raise _Failure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
+        except openai.APITimeoutError:
+            raise _Failure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
+        except openai.APIConnectionError as exc:
+            raise _Failure(f"connection error: {exc}", retryable=True) from None
+        except openai.APIStatusError as exc:
+            retryable = exc.status_code in RETRY_STATUSES or exc.status_code >= 500
+            raise _Failure(
+                f"HTTP {exc.status_code}: {_short(exc.message)}",
+                retryable=retryable,
+                retry_after=_retry_after(exc.response),
+            ) from None
+        return self._parse(response)
+
+    def _parse(self, response: Any) -> Completion:
+        if not response.choices:
+            raise _Failure("server answered with no choices", retryable=False)
+        choice = response.choices[0]
+        logprobs = None
+        if choice.logprobs is not None and choice.logprobs.content is not None:
+            logprobs = [token.logprob for token in choice.logprobs.content]
+        usage = response.usage
+        return Completion(
+            text=choice.message.content or "",
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            finish_reason=choice.finish_reason or "stop",
+            logprobs=logprobs,
+        )
+
+    def _error(self, message: str) -> Completion:
+        return Completion(
+            text="", finish_reason="error", error=f"{self.base_url} (model {self.model}): {message}"
+        )
+
+    def close(self) -> None:
+        """Close the HTTP client and stop the event-loop thread (idempotent)."""
+        if self._client is None:
+            return
+        client, self._client = self._client, None
+        try:
+            asyncio.run_coroutine_threadsafe(client.close(), self._loop).result(timeout=10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop.close()
+
+    def __del__(self) -> None:
+        # Best effort for backends that were never closed explicitly.
+        if getattr(self, "_client", None) is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def _retry_after(response: Any) -> float | None:
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # HTTP-date form: fall back to our own backoff
+
+
+def _short(message: str, limit: int = 200) -> str:
+    return message if len(message) <= limit else message[:limit] + "..."

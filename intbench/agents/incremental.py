@@ -1,0 +1,481 @@
+"""Incremental monitor decisions: ask the Standard teacher once per increment
+without paying for the whole prompt every time.
+
+The monitor protocol reveals the student's trace in small increments (50
+characters by default) and asks the teacher at each one whether to intervene.
+Successive prompts share most of their text, so recomputing them from scratch
+makes the cost quadratic in the trace length.  Two deciders avoid that:
+
+* :class:`KVCacheDecider` (local transformers models) keeps the KV cache of the
+  previous prompt, crops it to the longest common *token* prefix with the new
+  prompt and prefills only the rest.  It then reads the decision from the
+  next-token distribution at the decision slot of the output format (right
+  after ``Intervene:``), comparing the `` Yes`` and `` No`` tokens, and
+  generates the message only when it intervenes, continuing from the cache.
+  With the paper's template the reference solution comes *after* the
+  transcript, so only [instructions + problem + transcript so far] is reused
+  and the reference is prefilled again each time; the append-only template
+  (``teacher_standard_append``) puts it before the transcript and reuses more.
+* :class:`ServerDecider` (any :class:`~intbench.agents.base.ChatBackend`, e.g.
+  an OpenAI-compatible server with prefix caching) sends prompts whose text
+  only grows and asks first for the decision line alone (a few tokens, stop at
+  a newline), then for the message only when the answer is Yes.
+
+:class:`NaiveDecider` is the reference both are measured against: it renders
+the full prompt and generates the full teacher output every time.
+
+All three return :class:`DecisionResult` and keep :class:`DecisionStats`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from intbench.agents.base import ChatBackend, Conversation, SamplingParams
+
+logger = logging.getLogger(__name__)
+
+RenderFn = Callable[[Conversation], str]
+"""Turns chat messages into the prompt text, ending where the assistant speaks."""
+
+DECISION_PREFIX = "Intervene:"
+"""The text the teacher's output starts with; the decision token follows it."""
+
+# The first line of a monitor answer, e.g. "Intervene: Yes" or "**Intervene:** no".
+_DECISION_LINE = re.compile(r"^[\s*_#]*intervene[\s*_]*:[\s*_]*(yes|no)\b", re.IGNORECASE)
+
+
+@dataclass
+class DecisionStats:
+    """Running cost counters of a decider.
+
+    ``prompt_tokens`` counts every prompt token a call needed; ``prefilled_tokens``
+    only those actually computed (the rest came from the cache).  Servers do
+    not report their cache hits, so :class:`ServerDecider` records
+    ``shared_prefix_chars``: how much of each prompt repeated the previous one
+    byte for byte (what a server's prefix cache can reuse).
+    """
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    prefilled_tokens: int = 0
+    generated_tokens: int = 0
+    seconds: float = 0.0
+    prompt_chars: int = 0
+    shared_prefix_chars: int = 0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class DecisionResult:
+    """One monitor decision.
+
+    Attributes:
+        intervene: the decision; malformed output always counts as wait.
+        message: the intervention message (``None`` when waiting).
+        time: the ``Time:`` field of the output format, if the model gave one.
+        p_intervene: probability of Yes against No at the decision slot at
+            temperature 1 (the model's own preference); ``None`` when the
+            backend exposes no token probabilities.
+        text: the teacher output, starting with ``Intervene:``.
+        error: why the output was treated as malformed, else ``None``.
+        details: ``reused_tokens`` and ``decision_seconds`` (time until the
+            decision, before any message) from :class:`KVCacheDecider`;
+            ``shared_prefix_chars`` from :class:`ServerDecider`.
+    """
+
+    intervene: bool
+    message: str | None = None
+    time: str | None = None
+    p_intervene: float | None = None
+    text: str = ""
+    error: str | None = None
+    prompt_tokens: int = 0
+    prefilled_tokens: int = 0
+    generated_tokens: int = 0
+    seconds: float = 0.0
+    details: dict = field(default_factory=dict)
+
+
+def _apply_parsed_output(result: DecisionResult) -> DecisionResult:
+    """Fill ``message``/``time`` from ``result.text``; an intervention the
+    parser rejects (e.g. no ``Intervention:`` text) becomes a logged wait."""
+    from intbench.agents.parsing import parse_monitor_decision
+
+    parsed = parse_monitor_decision(result.text)
+    if parsed.error or not parsed.intervene:
+        result.error = parsed.error or "the output does not say Intervene: Yes"
+        logger.warning("monitor output treated as wait: %s (%r)", result.error, result.text[:200])
+        result.intervene = False
+        result.message = None
+        return result
+    result.message = parsed.message
+    result.time = parsed.time
+    return result
+
+
+def _common_prefix_length(a: list[int] | str, b: list[int] | str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _chat_text(tokenizer: Any, messages: Conversation) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def _prompt_ids(
+    tokenizer: Any, messages: Conversation, decision_prefix: str, render: RenderFn | None
+) -> list[int]:
+    """Token ids of the chat prompt followed by the decision prefix of the answer."""
+    if not messages:
+        raise ValueError("messages must be a non-empty list of chat messages")
+    text = render(messages) if render is not None else _chat_text(tokenizer, messages)
+    # The template already holds the special tokens (BOS, turn markers).
+    return tokenizer(text + decision_prefix, add_special_tokens=False)["input_ids"]
+
+
+def _input_device(model: Any) -> Any:
+    # The embedding layer's device also holds under an accelerate device_map.
+    return model.get_input_embeddings().weight.device
+
+
+def _single_token(tokenizer: Any, text: str) -> int:
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    if len(ids) != 1:
+        raise ValueError(
+            f"{text!r} is {len(ids)} tokens for this tokenizer; the decision slot needs one"
+        )
+    return ids[0]
+
+
+class KVCacheDecider:
+    """Monitor decisions for one episode with a local transformers model,
+    reusing the KV cache of the longest common token prefix between calls.
+
+    Call :meth:`reset` (or make a new decider) between episodes.  Sampling:
+    at ``temperature`` 0 the decision is the likelier of Yes/No and the
+    message is greedy, so the results equal :class:`NaiveDecider`'s under
+    greedy decoding; above 0 both are sampled at that temperature from a
+    ``torch.Generator`` seeded with ``seed``.  ``render`` turns messages into
+    prompt text (default: the tokenizer's chat template); pass the backend's
+    own renderer so both see the same prompt.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        temperature: float = 0.0,
+        max_message_tokens: int = 128,
+        seed: int | None = None,
+        decision_prefix: str = DECISION_PREFIX,
+        yes: str = " Yes",
+        no: str = " No",
+        render: RenderFn | None = None,
+    ) -> None:
+        import torch
+
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.temperature = temperature
+        self.max_message_tokens = max_message_tokens
+        self.decision_prefix = decision_prefix
+        self.yes_id = _single_token(tokenizer, yes)
+        self.no_id = _single_token(tokenizer, no)
+        self.yes, self.no = yes, no
+        self.render = render
+        self.stats = DecisionStats()
+        self._generator = torch.Generator(device="cpu")
+        if seed is not None:
+            self._generator.manual_seed(seed)
+        self._stop_ids = self._eos_ids()
+        # transformers 5.x renamed the forward argument ``past_key_values`` to ``cache``.
+        parameters = inspect.signature(model.forward).parameters
+        self._cache_kw = "cache" if "cache" in parameters else "past_key_values"
+        self.reset()
+
+    def _eos_ids(self) -> set[int]:
+        eos = getattr(self.model.generation_config, "eos_token_id", None)
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        ids = eos if isinstance(eos, list) else [eos]
+        return {i for i in ids if i is not None}
+
+    def reset(self) -> None:
+        """Forget the cache (start of a new episode)."""
+        from transformers import DynamicCache
+
+        self._cache = DynamicCache(config=self.model.config)
+        self._cached_ids: list[int] = []  # the tokens whose keys/values the cache holds
+
+    def _truncate_cache(self, keep: int) -> None:
+        extra = len(self._cached_ids) - keep
+        if keep == 0:
+            self.reset()
+        elif extra > 0:
+            # transformers 5 crops by a negative count of tokens to drop.
+            self._cache.crop(-extra)
+            self._cached_ids = self._cached_ids[:keep]
+
+    def _forward(self, ids: list[int]):
+        """Run ``ids`` after the cached tokens; return the last position's logits."""
+        import torch
+
+        input_ids = torch.tensor([ids], dtype=torch.long, device=_input_device(self.model))
+        # The cache is updated in place; only the last position's logits are needed.
+        with torch.no_grad():
+            out = self.model(
+                input_ids=input_ids,
+                use_cache=True,
+                logits_to_keep=1,
+                **{self._cache_kw: self._cache},
+            )
+        self._cached_ids.extend(ids)
+        return out.logits[0, -1].float().cpu()  # the sampling generator lives on the CPU
+
+    def _pick(self, logits) -> int:
+        import torch
+
+        if self.temperature == 0:
+            return int(torch.argmax(logits))
+        probs = torch.softmax(logits / self.temperature, dim=-1)
+        return int(torch.multinomial(probs, 1, generator=self._generator))
+
+    def _decide_yes(self, logits) -> tuple[bool, float]:
+        import torch
+
+        pair = torch.stack([logits[self.yes_id], logits[self.no_id]])
+        p_yes = float(torch.softmax(pair, dim=-1)[0])
+        if self.temperature == 0:
+            return p_yes > 0.5, p_yes
+        p_sampled = torch.softmax(pair / self.temperature, dim=-1)
+        draw = float(torch.rand((), generator=self._generator))
+        return draw < float(p_sampled[0]), p_yes
+
+    def decide(self, messages: Conversation) -> DecisionResult:
+        """Decide wait/intervene for the prompt ``messages`` (the whole chat so far)."""
+        start = time.perf_counter()
+        ids = _prompt_ids(self.tokenizer, messages, self.decision_prefix, self.render)
+        # Keep at least one token to run so the model yields the decision logits.
+        keep = min(_common_prefix_length(self._cached_ids, ids), len(ids) - 1)
+        self._truncate_cache(keep)
+        new = ids[keep:]
+        logits = self._forward(new)
+        intervene, p_yes = self._decide_yes(logits)
+        decision_seconds = time.perf_counter() - start
+        generated = 0
+        if intervene:
+            message_ids = self._generate_after(self.yes_id)
+            generated = 1 + len(message_ids)
+            body = self.tokenizer.decode(message_ids, skip_special_tokens=True)
+            text = self.decision_prefix + self.yes + body
+        else:
+            text = self.decision_prefix + self.no
+        seconds = time.perf_counter() - start
+        result = DecisionResult(
+            intervene=intervene,
+            p_intervene=p_yes,
+            text=text,
+            prompt_tokens=len(ids),
+            prefilled_tokens=len(new),
+            generated_tokens=generated,
+            seconds=seconds,
+            details={"reused_tokens": keep, "decision_seconds": decision_seconds},
+        )
+        self._count(result)
+        return _apply_parsed_output(result) if intervene else result
+
+    def _generate_after(self, first_id: int) -> list[int]:
+        """Continue from the cache after ``first_id``; return the new tokens."""
+        out: list[int] = []
+        token = first_id
+        for _ in range(self.max_message_tokens):
+            logits = self._forward([token])
+            token = self._pick(logits)
+            if token in self._stop_ids:
+                break
+            out.append(token)
+        return out
+
+    def _count(self, result: DecisionResult) -> None:
+        self.stats.calls += 1
+        self.stats.prompt_tokens += result.prompt_tokens
+        self.stats.prefilled_tokens += result.prefilled_tokens
+        self.stats.generated_tokens += result.generated_tokens
+        self.stats.seconds += result.seconds
+
+
+class NaiveDecider:
+    """The reference: render the whole prompt and ``generate()`` the whole
+    teacher output at every increment, then parse it.  Used by tests and the
+    prefix-reuse benchmark to check the incremental deciders."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int = 129,
+        decision_prefix: str = DECISION_PREFIX,
+        render: RenderFn | None = None,
+    ) -> None:
+        self.model = model
+        self.render = render
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.decision_prefix = decision_prefix
+        self.stats = DecisionStats()
+
+    def decide(self, messages: Conversation) -> DecisionResult:
+        """Greedy full generation for ``messages``; the decision is parsed from the text."""
+        import torch
+
+        start = time.perf_counter()
+        ids = _prompt_ids(self.tokenizer, messages, self.decision_prefix, self.render)
+        input_ids = torch.tensor([ids], dtype=torch.long, device=_input_device(self.model))
+        with torch.no_grad():
+            output = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=self.max_new_tokens,
+                do_sample=False,
+                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+            )
+        new_ids = output[0, len(ids) :].tolist()
+        body = self.tokenizer.decode(new_ids, skip_special_tokens=True)
+        result = DecisionResult(
+            intervene=True,  # provisional: the parser below decides
+            text=self.decision_prefix + body,
+            prompt_tokens=len(ids),
+            prefilled_tokens=len(ids),
+            generated_tokens=len(new_ids),
+            seconds=time.perf_counter() - start,
+        )
+        self.stats.calls += 1
+        self.stats.prompt_tokens += len(ids)
+        self.stats.prefilled_tokens += len(ids)
+        self.stats.generated_tokens += len(new_ids)
+        self.stats.seconds += result.seconds
+        return _decision_from_text(result)
+
+
+def _decision_from_text(result: DecisionResult) -> DecisionResult:
+    """Set the decision of a full teacher output by parsing it."""
+    match = _DECISION_LINE.match(result.text)
+    if match and match.group(1).lower() == "no":
+        result.intervene = False
+        return result
+    if not match:
+        result.intervene = False
+        result.error = "no 'Intervene: Yes/No' line at the start of the output"
+        logger.warning("monitor output treated as wait: %s (%r)", result.error, result.text[:200])
+        return result
+    result.intervene = True
+    return _apply_parsed_output(result)
+
+
+def _flatten(messages: Conversation) -> str:
+    """A canonical serialisation to compare prompts byte for byte."""
+    return json.dumps(messages, ensure_ascii=False)[:-1]  # drop "]" so prompts can extend
+
+
+class ServerDecider:
+    """Monitor decisions through any chat backend, shaped for server prefix caching.
+
+    Each increment sends the chat prompt (whose text must only grow: nothing
+    that changes per call may come before the transcript) and asks for the
+    decision line alone (``decision_max_tokens`` tokens, stop at a newline).
+    Only on Yes does a second request with the same prompt ask for the full
+    answer, from which the message is parsed; if that answer carries no
+    intervention (possible when sampling) the increment counts as a logged
+    wait, so a decision never comes without a message.
+    """
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        *,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        decision_max_tokens: int = 6,
+        message_max_tokens: int = 256,
+    ) -> None:
+        self.backend = backend
+        self.temperature = temperature
+        self.seed = seed
+        self.decision_max_tokens = decision_max_tokens
+        self.message_max_tokens = message_max_tokens
+        self.stats = DecisionStats()
+        self._previous = ""
+
+    def reset(self) -> None:
+        """Start a new episode."""
+        self._previous = ""
+
+    def _call(self, messages: Conversation, max_tokens: int, stop: list[str] | None):
+        params = SamplingParams(
+            temperature=self.temperature, max_tokens=max_tokens, stop=stop, seed=self.seed
+        )
+        completion = self.backend.generate([messages], params)[0]
+        self.stats.calls += 1
+        self.stats.prompt_tokens += completion.prompt_tokens
+        self.stats.prefilled_tokens += completion.prompt_tokens
+        self.stats.generated_tokens += completion.completion_tokens
+        return completion
+
+    def decide(self, messages: Conversation) -> DecisionResult:
+        """Decide wait/intervene for the prompt ``messages``."""
+        if not messages:
+            raise ValueError("messages must be a non-empty list of chat messages")
+        start = time.perf_counter()
+        flat = _flatten(messages)
+        shared = _common_prefix_length(self._previous, flat)
+        self.stats.prompt_chars += len(flat)
+        self.stats.shared_prefix_chars += shared
+        self._previous = flat
+
+        first = self._call(messages, self.decision_max_tokens, ["\n"])
+        result = DecisionResult(
+            intervene=False,
+            text=first.text,
+            prompt_tokens=first.prompt_tokens,
+            prefilled_tokens=first.prompt_tokens,
+            generated_tokens=first.completion_tokens,
+            details={"shared_prefix_chars": shared},
+        )
+        match = _DECISION_LINE.match(first.text or "")
+        if first.error or not match:
+            result.error = first.error or "no 'Intervene: Yes/No' line at the start of the output"
+            logger.warning("monitor output treated as wait: %s (%r)", result.error, first.text)
+        elif match.group(1).lower() == "yes":
+            full = self._call(messages, self.message_max_tokens, None)
+            result.prompt_tokens += full.prompt_tokens
+            result.prefilled_tokens += full.prompt_tokens
+            result.generated_tokens += full.completion_tokens
+            result.text = full.text
+            if full.error:
+                result.error = full.error
+                logger.warning("monitor message request failed: %s", full.error)
+            else:
+                result = _decision_from_text(result)
+                if not result.intervene and result.error is None:
+                    result.error = "the decision said Yes but the full answer said No"
+                    logger.warning("monitor output treated as wait: %s", result.error)
+        result.seconds = time.perf_counter() - start
+        self.stats.seconds += result.seconds
+        return result

@@ -1,0 +1,210 @@
+"""A small real HTTP server speaking the OpenAI chat-completions API, for tests.
+
+It listens on 127.0.0.1 (an ephemeral port), answers ``GET /v1/models`` and
+``POST /v1/chat/completions`` with scripted replies, records every request,
+tracks how many requests are in flight, and can inject faults into the next
+N requests:
+
+* ``"500"``   -- HTTP 500 with an OpenAI-style error body
+* ``"429"``   -- HTTP 429 with a ``Retry-After`` header
+* ``"slow"``  -- waits ``slow_seconds`` before answering (beyond a client timeout)
+* ``"drop"``  -- closes the connection without sending a response
+
+Usage::
+
+    with FakeOpenAIServer(reply=lambda messages: "hi") as server:
+        server.inject("500", count=2)
+        ... base_url = server.base_url ...
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FAULTS = ("500", "429", "slow", "drop")
+
+
+def echo_reply(messages: list[dict]) -> str:
+    """Default reply: echo the last message's content."""
+    return f"echo: {messages[-1]['content']}"
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # Clients that time out hang up on "slow" handlers; that is expected.
+        pass
+
+
+class FakeOpenAIServer:
+    """The server plus its controls; see the module docstring."""
+
+    def __init__(
+        self,
+        reply: Callable[[list[dict]], str] = echo_reply,
+        model: str = "fake-model",
+        latency: float = 0.0,
+        slow_seconds: float = 5.0,
+        retry_after: float = 0.1,
+    ) -> None:
+        self.reply = reply
+        self.model = model
+        self.latency = latency
+        self.slow_seconds = slow_seconds
+        self.retry_after = retry_after
+        self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._faults: deque[str] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = _QuietServer(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def inject(self, fault: str, count: int = 1) -> None:
+        """Make the next ``count`` chat requests fail with ``fault``."""
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; use one of {FAULTS}")
+        with self._lock:
+            self._faults.extend([fault] * count)
+
+    def start(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping in "slow" faults
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _next_fault(self) -> str | None:
+        with self._lock:
+            return self._faults.popleft() if self._faults else None
+
+    def _enter(self, body: dict) -> None:
+        with self._lock:
+            self.requests.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _completion_body(self, request: dict) -> dict:
+        messages = request["messages"]
+        text = self.reply(messages)
+        words = text.split()
+        max_tokens = request.get("max_tokens") or len(words)
+        finish = "length" if len(words) > max_tokens else "stop"
+        text = " ".join(words[:max_tokens]) if finish == "length" else text
+        choice: dict = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": finish,
+        }
+        if request.get("logprobs"):
+            choice["logprobs"] = {
+                "content": [
+                    {"token": w, "logprob": -0.5, "bytes": None, "top_logprobs": []}
+                    for w in text.split()
+                ]
+            }
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", self.model),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": sum(len(m["content"].split()) for m in messages),
+                "completion_tokens": len(text.split()),
+                "total_tokens": 0,
+            },
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, like real servers
+
+            def log_message(self, *args: object) -> None:  # keep test output clean
+                pass
+
+            def _send_json(self, status: int, body: dict, headers: dict | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send_json(
+                        200, {"object": "list", "data": [{"id": server.model, "object": "model"}]}
+                    )
+                else:
+                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                try:
+                    request = json.loads(raw)
+                    assert isinstance(request.get("messages"), list)
+                except (ValueError, AssertionError):
+                    self._send_json(400, {"error": {"message": "bad request body"}})
+                    return
+                server._enter(request)
+                try:
+                    self._answer(request)
+                finally:
+                    server._leave()
+
+            def _answer(self, request: dict) -> None:
+                fault = server._next_fault()
+                if server.latency:
+                    server._stopping.wait(server.latency)
+                if fault == "500":
+                    self._send_json(500, {"error": {"message": "injected server error"}})
+                elif fault == "429":
+                    self._send_json(
+                        429,
+                        {"error": {"message": "injected rate limit"}},
+                        {"Retry-After": str(server.retry_after)},
+                    )
+                elif fault == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                else:
+                    if fault == "slow":
+                        server._stopping.wait(server.slow_seconds)
+                    self._send_json(200, server._completion_body(request))
+
+        return Handler

@@ -1,0 +1,226 @@
+"""Incremental monitor decisions: KV-cache reuse on a tiny random model must give
+the same decisions and probabilities as recomputing everything, and the server
+path must ask only for what it needs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import torch
+
+from intbench.agents.backends import load_backend
+from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.agents.base import SamplingParams
+from intbench.agents.incremental import (
+    KVCacheDecider,
+    NaiveDecider,
+    ServerDecider,
+)
+from intbench.agents.roles import MonitorRequest, Teacher
+from intbench.records import Problem
+
+PROBLEM = Problem(
+    id="inc/1",
+    domain="math",
+    question="A rectangle has perimeter 54 and length 2w + 3. What is its area?",
+    answer="152",
+    solution="6w + 6 = 54 so w = 8, length 19, area 152.",
+)
+TRACE = (
+    "Let w be the width. The length is 2w + 3, so the perimeter is 2(3w + 3) = 6w + 6. "
+    "Setting 6w + 6 = 54 gives 6w = 46, so w is about 7.67. Then the length is about 18.3 "
+    "and the area is about 140. So the answer is \\boxed{140}."
+)
+CUTS = list(range(50, len(TRACE), 50)) + [len(TRACE)]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    return load_backend(f"hf:{tiny_model_dir}", dtype="float32")
+
+
+def prompts(backend, variant):
+    teacher = Teacher(backend, variant=variant)
+    return [
+        teacher.monitor_messages(MonitorRequest(PROBLEM, TRACE[:c], PROBLEM.solution)) for c in CUTS
+    ]
+
+
+def full_recompute_p_yes(backend, decider, messages) -> float:
+    """P(Yes vs No) at the decision slot from one uncached forward pass."""
+    text = backend.render(messages) + "Intervene:"
+    ids = backend.tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids
+    with torch.no_grad():
+        logits = backend.model(input_ids=ids).logits[0, -1]
+    pair = torch.stack([logits[decider.yes_id], logits[decider.no_id]])
+    return float(torch.softmax(pair, dim=-1)[0])
+
+
+@pytest.mark.parametrize("variant", ["default", "append"])
+def test_cached_decisions_equal_full_recomputation(tiny, variant):
+    decider = KVCacheDecider(tiny.model, tiny.tokenizer, max_message_tokens=4, render=tiny.render)
+    for messages in prompts(tiny, variant):
+        result = decider.decide(messages)
+        expected = full_recompute_p_yes(tiny, decider, messages)
+        assert result.p_intervene == pytest.approx(expected, abs=1e-4)
+        assert result.intervene == (expected > 0.5) or result.error  # Yes may still be malformed
+        assert result.prefilled_tokens + result.details["reused_tokens"] == result.prompt_tokens
+
+
+def test_prefix_reuse_saves_prefill_and_append_saves_more(tiny):
+    saved = {}
+    for variant in ("default", "append"):
+        decider = KVCacheDecider(
+            tiny.model, tiny.tokenizer, max_message_tokens=2, render=tiny.render
+        )
+        for messages in prompts(tiny, variant):
+            decider.decide(messages)
+        stats = decider.stats
+        assert stats.calls == len(CUTS)
+        assert stats.prefilled_tokens < stats.prompt_tokens
+        saved[variant] = stats.prompt_tokens - stats.prefilled_tokens
+    # The faithful template re-reads the reference after the transcript each time.
+    assert saved["append"] > saved["default"]
+
+
+def test_decider_and_naive_agree_on_text_under_greedy(tiny):
+    """Make the model's own greedy first token the 'Yes' token, so the cached
+    decider intervenes and its continuation must equal generate()'s output."""
+    messages = prompts(tiny, "append")[2]
+    text = tiny.render(messages) + "Intervene:"
+    ids = tiny.tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids
+    with torch.no_grad():
+        first = int(tiny.model(input_ids=ids).logits[0, -1].argmax())
+    yes = tiny.tokenizer.decode([first])
+    no = " No" if yes != " No" else " Yes"
+    if tiny.tokenizer.encode(yes, add_special_tokens=False) != [first]:
+        pytest.skip("greedy token does not round-trip through decode")
+    naive = NaiveDecider(tiny.model, tiny.tokenizer, max_new_tokens=9, render=tiny.render)
+    cached = KVCacheDecider(
+        tiny.model, tiny.tokenizer, max_message_tokens=8, yes=yes, no=no, render=tiny.render
+    )
+    cached.decide(prompts(tiny, "append")[1])  # warm the cache with the previous increment
+    result = cached.decide(messages)
+    reference = naive.decide(messages)
+    assert result.p_intervene > 0.5
+    assert result.text == reference.text
+    assert result.generated_tokens == reference.generated_tokens
+    assert result.prefilled_tokens < reference.prefilled_tokens
+
+
+def test_sampling_is_seeded(tiny):
+    def run(seed):
+        decider = KVCacheDecider(
+            tiny.model,
+            tiny.tokenizer,
+            temperature=1.0,
+            seed=seed,
+            max_message_tokens=3,
+            render=tiny.render,
+        )
+        return [(r.intervene, r.text) for r in map(decider.decide, prompts(tiny, "append"))]
+
+    assert run(3) == run(3)
+
+
+def test_reset_and_a_different_prompt_start_over(tiny):
+    decider = KVCacheDecider(tiny.model, tiny.tokenizer, max_message_tokens=2, render=tiny.render)
+    decider.decide(prompts(tiny, "append")[0])
+    other = Problem(id="x", domain="math", question="Something else entirely?", answer="1")
+    messages = Teacher(tiny).monitor_messages(MonitorRequest(other, TRACE[:50]))
+    result = decider.decide(messages)
+    assert result.p_intervene == pytest.approx(
+        full_recompute_p_yes(tiny, decider, messages), abs=1e-4
+    )
+    decider.reset()
+    again = decider.decide(messages)
+    assert again.details["reused_tokens"] == 0 and again.prefilled_tokens == again.prompt_tokens
+
+
+def test_bad_arguments(tiny):
+    with pytest.raises(ValueError, match="temperature"):
+        KVCacheDecider(tiny.model, tiny.tokenizer, temperature=-1)
+    with pytest.raises(ValueError, match="one"):
+        KVCacheDecider(tiny.model, tiny.tokenizer, yes=" Yes indeed")
+    with pytest.raises(ValueError, match="non-empty"):
+        KVCacheDecider(tiny.model, tiny.tokenizer).decide([])
+
+
+def test_monitor_session_picks_the_cache_for_local_models(tiny):
+    greedy = SamplingParams(temperature=0.0, max_tokens=3)
+    session = Teacher(tiny, variant="append", sampling=greedy).monitor_session(
+        PROBLEM, PROBLEM.solution
+    )
+    assert isinstance(session.decider, KVCacheDecider)
+    for cut in CUTS[:3]:
+        session.decide(TRACE[:cut])
+    assert session.stats.calls == 3
+    assert session.stats.prefilled_tokens < session.stats.prompt_tokens
+
+
+class ScriptedMonitor:
+    """A server stand-in: says Yes once ``trigger`` shows up in the transcript."""
+
+    def __init__(self, trigger: str, message_reply: str):
+        self.trigger = trigger
+        self.message_reply = message_reply
+        self.params = []
+        self.backend = ScriptedBackend(self.respond)
+
+    def respond(self, messages, params):
+        self.params.append(params)
+        says_yes = self.trigger in messages[-1]["content"].split("<student_reasoning>")[-1]
+        if params.stop == ["\n"]:
+            return "Intervene: Yes" if says_yes else "Intervene: No"
+        return self.message_reply
+
+
+def test_server_decider_asks_for_the_message_only_on_yes():
+    server = ScriptedMonitor(
+        "6w = 46", "Intervene: Yes\nTime: 6w = 46\nIntervention: Recheck 54 - 6."
+    )
+    session = Teacher(server.backend, variant="append").monitor_session(PROBLEM, PROBLEM.solution)
+    assert isinstance(session.decider, ServerDecider)
+    results = [session.decide(TRACE[:c]) for c in CUTS]
+    first_yes = next(i for i, r in enumerate(results) if r.intervene)
+    assert TRACE[: CUTS[first_yes]].count("6w = 46") == 1
+    assert results[first_yes].message == "Recheck 54 - 6."
+    decision_calls = [p for p in server.params if p.stop == ["\n"]]
+    message_calls = [p for p in server.params if p.stop != ["\n"]]
+    assert len(decision_calls) == len(CUTS)
+    assert all(p.max_tokens <= 8 for p in decision_calls)
+    assert len(message_calls) == sum(r.intervene for r in results)
+    # Append-only prompts grow: each repeats the previous one up to its transcript end.
+    for previous, result in zip(CUTS[:-1], results[1:], strict=True):
+        flat = json.dumps(
+            session.teacher.monitor_messages(
+                MonitorRequest(PROBLEM, TRACE[:previous], PROBLEM.solution)
+            ),
+            ensure_ascii=False,
+        )
+        transcript = json.dumps(TRACE[:previous], ensure_ascii=False)[1:-1]
+        assert result.details["shared_prefix_chars"] >= flat.index(transcript) + len(transcript)
+
+
+@pytest.mark.parametrize(
+    ("decision", "full", "error"),
+    [
+        ("", None, "no 'Intervene"),
+        ("Intervenir: Sí", None, "no 'Intervene"),
+        ("Intervene: Yes", "Intervene: No\nTime: N/A\nIntervention: N/A", "said No"),
+        ("Intervene: Yes", "Intervene: Yes\nTime: now\nIntervention:", "Intervention"),
+        ("Intervene: Yes", "", "Intervene"),
+    ],
+)
+def test_server_decider_malformed_output_is_a_logged_wait(decision, full, error, caplog):
+    def respond(messages, params):
+        return decision if params.stop == ["\n"] else full
+
+    decider = ServerDecider(ScriptedBackend(respond))
+    with caplog.at_level(logging.WARNING, logger="intbench.agents.incremental"):
+        result = decider.decide([{"role": "user", "content": "watch"}])
+    assert result.intervene is False and result.message is None
+    assert error in result.error
+    assert "treated as wait" in caplog.text

@@ -1,0 +1,200 @@
+"""The openai: backend against a real local HTTP server (tests/fake_openai_server.py)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from intbench.agents.backends import BackendError, load_backend
+from intbench.agents.backends.openai_compat import OpenAIBackend, parse_openai_target
+from intbench.agents.base import SamplingParams
+
+pytestmark = pytest.mark.timeout(60)
+
+PARAMS = SamplingParams(temperature=0.0, max_tokens=50)
+
+
+def ask(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+@pytest.fixture
+def connect(fake_openai_server):
+    """Build backends against the fake server with fast retry settings; close them after."""
+    backends: list[OpenAIBackend] = []
+
+    def make(**options) -> OpenAIBackend:
+        options = {"timeout": 2.0, "backoff": 0.05, "max_backoff": 0.2, **options}
+        backend = load_backend(f"openai:fake-model@{fake_openai_server.base_url}", **options)
+        backends.append(backend)
+        return backend
+
+    yield make
+    for backend in backends:
+        backend.close()
+
+
+def test_parse_openai_target():
+    assert parse_openai_target("m@http://127.0.0.1:8000/v1") == ("m", "http://127.0.0.1:8000/v1")
+    assert parse_openai_target("org/m@https://u@host/v1") == ("org/m", "https://u@host/v1")
+    assert parse_openai_target("gpt-4o") == ("gpt-4o", None)
+    with pytest.raises(ValueError, match="expected <model>@http"):
+        parse_openai_target("m@localhost:8000")
+
+
+def test_normal_completions_in_order_with_usage(connect, fake_openai_server):
+    backend = connect()
+    outputs = backend.generate([ask("one two"), ask("three")], PARAMS)
+    assert [o.text for o in outputs] == ["echo: one two", "echo: three"]
+    assert [(o.prompt_tokens, o.completion_tokens) for o in outputs] == [(2, 3), (1, 2)]
+    assert all(o.finish_reason == "stop" and o.error is None for o in outputs)
+    assert (backend.usage.calls, backend.usage.prompt_tokens, backend.usage.completion_tokens) == (
+        2,
+        3,
+        5,
+    )
+    # Requests run concurrently, so the server may see them in any order.
+    sent = fake_openai_server.requests
+    assert all(r["model"] == "fake-model" and r["max_tokens"] == 50 for r in sent)
+    assert sorted(r["messages"][0]["content"] for r in sent) == ["one two", "three"]
+
+
+def test_sampling_options_reach_the_server(connect, fake_openai_server):
+    backend = connect()
+    params = SamplingParams(temperature=0.3, max_tokens=2, stop=["x"], seed=5, logprobs=True)
+    [out] = backend.generate([ask("a b c")], params)
+    sent = fake_openai_server.requests[0]
+    assert (sent["temperature"], sent["stop"], sent["seed"], sent["logprobs"]) == (
+        0.3,
+        ["x"],
+        5,
+        True,
+    )
+    assert (out.text, out.finish_reason) == ("echo: a", "length")
+    assert out.logprobs == [-0.5, -0.5]
+
+
+def test_spec_options_and_api_key_from_environment(monkeypatch, fake_openai_server):
+    monkeypatch.setenv("INTBENCH_API_KEY", "sk-from-env")
+    backend = load_backend(f"openai:m@{fake_openai_server.base_url}?concurrency=3&max_retries=1")
+    try:
+        assert (backend.concurrency, backend.max_retries) == (3, 1)
+        assert backend._client.api_key == "sk-from-env"
+    finally:
+        backend.close()
+
+
+def test_many_requests_stay_within_the_concurrency_limit(connect, fake_openai_server):
+    fake_openai_server.latency = 0.2
+    backend = connect(concurrency=8)
+    start = time.perf_counter()
+    outputs = backend.generate([ask(f"q{i}") for i in range(32)], PARAMS)
+    elapsed = time.perf_counter() - start
+    assert [o.text for o in outputs] == [f"echo: q{i}" for i in range(32)]
+    assert fake_openai_server.max_in_flight <= 8
+    assert fake_openai_server.max_in_flight >= 4  # requests really overlapped
+    sequential = 32 * 0.2
+    assert elapsed < sequential / 2, f"took {elapsed:.2f}s; one at a time would take {sequential}s"
+
+
+@pytest.mark.parametrize("fault", ["500", "429", "drop"])
+def test_transient_faults_are_retried(connect, fake_openai_server, fault):
+    fake_openai_server.inject(fault, count=2)
+    backend = connect(max_retries=3)
+    [out] = backend.generate([ask("hello")], PARAMS)
+    assert (out.text, out.error) == ("echo: hello", None)
+    assert len(fake_openai_server.requests) == 3
+
+
+def test_429_waits_for_retry_after(connect, fake_openai_server):
+    fake_openai_server.retry_after = 0.5
+    fake_openai_server.inject("429", count=1)
+    backend = connect(max_backoff=1.0)
+    start = time.perf_counter()
+    [out] = backend.generate([ask("hi")], PARAMS)
+    assert out.error is None
+    assert time.perf_counter() - start >= 0.5
+
+
+def test_slow_answer_times_out_and_is_retried(connect, fake_openai_server):
+    fake_openai_server.slow_seconds = 5.0
+    fake_openai_server.inject("slow", count=1)
+    backend = connect(timeout=0.5, max_retries=2)
+    start = time.perf_counter()
+    [out] = backend.generate([ask("hi")], PARAMS)
+    assert (out.text, out.error) == ("echo: hi", None)
+    assert time.perf_counter() - start < 3.0
+
+
+def test_permanent_failure_gives_a_clear_error(connect, fake_openai_server):
+    fake_openai_server.inject("500", count=100)
+    backend = connect(max_retries=2)
+    outputs = backend.generate([ask("a"), ask("b")], PARAMS)
+    for out in outputs:
+        assert (out.text, out.finish_reason) == ("", "error")
+        assert fake_openai_server.base_url in out.error
+        assert "HTTP 500" in out.error and "after 3 attempts" in out.error
+    assert len(fake_openai_server.requests) == 6
+    assert backend.usage.errors == 2
+
+
+def test_raise_on_error(connect, fake_openai_server):
+    fake_openai_server.inject("500", count=100)
+    backend = connect(max_retries=1, raise_on_error=True)
+    with pytest.raises(BackendError, match="2 of 2 requests failed.*HTTP 500"):
+        backend.generate([ask("a"), ask("b")], PARAMS)
+
+
+def test_client_errors_are_not_retried(fake_openai_server):
+    # A base URL without /v1 hits a route the server does not have: 404.
+    url = fake_openai_server.base_url.removesuffix("/v1")
+    with load_backend(f"openai:m@{url}", max_retries=3, backoff=0.05) as backend:
+        [out] = backend.generate([ask("a")], PARAMS)
+    assert "HTTP 404" in out.error and "after 1 attempt)" in out.error
+
+
+def test_unreachable_server_fails_fast():
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with load_backend(
+        f"openai:m@http://127.0.0.1:{port}/v1", max_retries=2, backoff=0.05, max_backoff=0.1
+    ) as backend:
+        start = time.perf_counter()
+        [out] = backend.generate([ask("a")], PARAMS)
+    assert "connection error" in out.error and f"127.0.0.1:{port}" in out.error
+    assert time.perf_counter() - start < 5
+
+
+def test_overall_deadline_bounds_a_call(connect, fake_openai_server):
+    fake_openai_server.slow_seconds = 10.0
+    fake_openai_server.inject("slow", count=100)
+    backend = connect(timeout=5.0, deadline=1.0)
+    start = time.perf_counter()
+    [out] = backend.generate([ask("a")], PARAMS)
+    assert time.perf_counter() - start < 2.5
+    assert out.finish_reason == "error" and "deadline" in out.error
+
+
+def test_closed_backend_refuses_work(connect):
+    backend = connect()
+    backend.close()
+    backend.close()  # idempotent
+    with pytest.raises(BackendError, match="closed"):
+        backend.generate([ask("a")], PARAMS)
+
+
+def test_bad_options_are_rejected(fake_openai_server):
+    with pytest.raises(ValueError, match="concurrency"):
+        OpenAIBackend("m", fake_openai_server.base_url, concurrency=0)
+    with pytest.raises(ValueError, match="max_retries"):
+        OpenAIBackend("m", fake_openai_server.base_url, max_retries=-1)
+
+
+def test_malformed_messages_never_reach_the_server(connect, fake_openai_server):
+    backend = connect()
+    with pytest.raises(ValueError, match="empty"):
+        backend.generate([[]], PARAMS)
+    assert fake_openai_server.requests == []
