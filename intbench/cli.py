@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "intbench.commands.report",
     "intbench.commands.serve",
     "intbench.commands.variants",
+    "intbench.commands.analyze",
 ]
 
 

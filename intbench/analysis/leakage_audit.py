@@ -1,0 +1,290 @@
+"""Leakage audit: an LLM judge reads (reference solution, student answer, teacher
+message) and says whether the message gives the solution away.
+
+Each message gets a level, ``none``, ``partial`` or ``full`` (the
+``leakage_judge`` prompt); a message *leaks* when the level is partial or
+full.  Judge output that does not follow the format is recorded as an error
+and left out of every rate (and counted), never read as "no leak".
+
+Per teacher the summary gives the leak rate (and the full-leak rate) with
+95% bootstrap intervals that resample problems, and compares the judge with
+the overlap detector whose ``leaked`` flag the envs already wrote into the
+records: the agreement rate and the 2x2 counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from intbench.agents.base import ChatBackend, Conversation, SamplingParams
+from intbench.agents.parsing import strip_think
+from intbench.analysis.judging import CachedJudge
+from intbench.analysis.messages import (
+    AnalysisError,
+    TeacherMessage,
+    collect_messages,
+    reference_text,
+    resolve_problem_map,
+)
+from intbench.analysis.output import jsonable, write_jsonl, write_table
+from intbench.cache import JsonCache
+from intbench.envs.domains.prompting import render_messages
+from intbench.metrics import BOOTSTRAP_SAMPLES, bootstrap, by_problem
+from intbench.records import Problem
+from intbench.report.tables import Table
+from intbench.runner import load_run
+
+LEAK_LEVELS = ("none", "partial", "full")
+ALL_TEACHERS = "all"
+ANALYSIS_DIR = "analysis"
+JUDGE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
+"""Greedy decoding: an audit should give the same verdict every time."""
+
+# A field label at the start of a line, tolerating markdown ("**Leakage:** Full").
+_FIELD = r"^[ \t>#*_\-]*{name}[ \t*_]*:[ \t*_]*(.*)$"
+
+
+def field_values(text: str, name: str) -> list[str]:
+    """The values of every ``Name: value`` line of ``text`` (case-insensitive)."""
+    pattern = re.compile(_FIELD.format(name=re.escape(name)), re.IGNORECASE | re.MULTILINE)
+    return [m.group(1).strip().strip("*_`\"' ").strip() for m in pattern.finditer(text)]
+
+
+@dataclass(frozen=True)
+class LeakageParse:
+    """A parsed ``Leakage:`` verdict; ``level`` is ``None`` exactly when ``error`` is set."""
+
+    level: str | None
+    explanation: str | None = None
+    error: str | None = None
+
+    @property
+    def leaked(self) -> bool | None:
+        """Partial or full leakage; ``None`` when the verdict could not be read."""
+        return None if self.level is None else self.level != "none"
+
+
+def parse_leakage(text: str) -> LeakageParse:
+    """Read ``Leakage: None|Partial|Full`` (and ``Explanation:``) from a judge reply.
+
+    Never raises: a missing, echoed (``None, Partial or Full``) or
+    contradictory verdict gives ``level=None`` and an ``error``.
+    """
+    body = strip_think(text) if isinstance(text, str) else ""
+    if not body:
+        return LeakageParse(None, error="empty judge output")
+    values = field_values(body, "leakage")
+    if not values:
+        return LeakageParse(None, error="missing 'Leakage:' line")
+    levels = set()
+    for value in values:
+        named = {word for word in re.findall(r"[a-z]+", value.lower()) if word in LEAK_LEVELS}
+        words = re.findall(r"[a-z]+", value.lower())
+        if not words or words[0] not in LEAK_LEVELS:
+            return LeakageParse(
+                None, error=f"'Leakage:' must be None, Partial or Full, got {value[:40]!r}"
+            )
+        if len(named) > 1:
+            return LeakageParse(None, error=f"'Leakage:' names several levels: {value[:40]!r}")
+        levels.add(words[0])
+    if len(levels) > 1:
+        return LeakageParse(
+            None, error=f"conflicting 'Leakage:' lines ({', '.join(sorted(levels))})"
+        )
+    explanations = field_values(body, "explanation")
+    return LeakageParse(levels.pop(), explanations[0] if explanations else None)
+
+
+def leakage_prompt(item: TeacherMessage, problem: Problem) -> Conversation:
+    """The ``leakage_judge`` prompt for one message."""
+    answer = item.student_answer
+    return render_messages(
+        item.domain,
+        "leakage_judge",
+        solution=reference_text(problem),
+        student_answer="(no answer)" if answer is None or answer == "" else answer,
+        message=item.message,
+    )
+
+
+def audit_leakage(
+    messages: Iterable[TeacherMessage],
+    problems: Mapping[str, Problem],
+    judge: CachedJudge,
+    sampling: SamplingParams = JUDGE_SAMPLING,
+) -> list[dict]:
+    """Judge every message (one batched, cached pass) and return one row per message.
+
+    A row holds the message's identity, ``level``, ``leaked``, ``explanation``,
+    the record's ``overlap_leaked``, the raw judge ``output`` and ``error``
+    (a missing problem, a failed call or unparsable output; then ``level`` and
+    ``leaked`` are ``None``).
+    """
+    items = list(messages)
+    rows = [
+        item.row() | {"message": item.message, "overlap_leaked": item.overlap_leaked, "level": None,
+                      "leaked": None, "explanation": None, "output": None, "error": None}
+        for item in items
+    ]  # fmt: skip
+    asked = []
+    for row, item in zip(rows, items, strict=True):
+        if item.problem_id in problems:
+            asked.append((row, leakage_prompt(item, problems[item.problem_id])))
+        else:
+            row["error"] = f"problem {item.problem_id!r} not found"
+    replies = judge.ask([prompt for _, prompt in asked], sampling)
+    for (row, _), reply in zip(asked, replies, strict=True):
+        if reply.error:
+            row["error"] = reply.error
+            continue
+        parsed = parse_leakage(reply.text)
+        row.update(output=reply.text, level=parsed.level, leaked=parsed.leaked,
+                   explanation=parsed.explanation, error=parsed.error)  # fmt: skip
+    return rows
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _rate(rows: list[dict], flag) -> float:
+    return _mean([float(flag(r)) for r in rows])
+
+
+def _teacher_summary(rows: list[dict], samples: int) -> dict:
+    judged = [r for r in rows if r["error"] is None]
+    compared = [r for r in judged if r["overlap_leaked"] is not None]
+    groups, compared_groups = by_problem(judged), by_problem(compared)
+    both = sum(1 for r in compared if r["leaked"] and r["overlap_leaked"])
+    llm_only = sum(1 for r in compared if r["leaked"] and not r["overlap_leaked"])
+    overlap_only = sum(1 for r in compared if not r["leaked"] and r["overlap_leaked"])
+    return {
+        "leak_rate": bootstrap(groups, lambda rs: _rate(rs, lambda r: r["leaked"]), samples),
+        "full_leak_rate": bootstrap(
+            groups, lambda rs: _rate(rs, lambda r: r["level"] == "full"), samples
+        ),
+        "overlap_leak_rate": bootstrap(
+            compared_groups, lambda rs: _rate(rs, lambda r: r["overlap_leaked"]), samples
+        ),
+        "agreement": bootstrap(
+            compared_groups,
+            lambda rs: _rate(rs, lambda r: r["leaked"] == r["overlap_leaked"]),
+            samples,
+        ),
+        "confusion": {
+            "both": both,
+            "llm_only": llm_only,
+            "overlap_only": overlap_only,
+            "neither": len(compared) - both - llm_only - overlap_only,
+        },
+        "n_messages": len(rows),
+        "n_judged": len(judged),
+        "n_errors": len(rows) - len(judged),
+        "n_problems": len(groups),
+    }
+
+
+def leakage_summary(rows: list[dict], samples: int = BOOTSTRAP_SAMPLES) -> dict[str, dict]:
+    """Per teacher (sorted, then ``"all"``): leak rates with CIs, agreement with the overlap flag, counts.
+
+    Rates count only judged rows (``error`` is ``None``); ``n_errors`` says how
+    many were left out.  ``agreement`` is the share of judged messages whose
+    LLM flag (partial or full) equals the overlap detector's flag.
+    """
+    per_teacher: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        per_teacher[row["teacher"]].append(row)
+    summary = {
+        teacher: _teacher_summary(per_teacher[teacher], samples) for teacher in sorted(per_teacher)
+    }
+    if rows:
+        summary[ALL_TEACHERS] = _teacher_summary(list(rows), samples)
+    return summary
+
+
+def leakage_table(summary: dict[str, dict]) -> Table:
+    """The audit as a report table: one row per teacher."""
+    rows = [
+        [
+            teacher,
+            s["n_messages"],
+            s["n_errors"],
+            s["leak_rate"],
+            s["full_leak_rate"],
+            s["overlap_leak_rate"],
+            s["agreement"],
+        ]
+        for teacher, s in summary.items()
+    ]
+    return Table(
+        name="leakage_audit",
+        title="LLM leakage audit",
+        columns=["Teacher", "Messages", "Judge errors", "Leak rate", "Full leak rate", "Overlap leak rate",
+                 "Agreement (LLM vs overlap)"],
+        ids=["teacher", "messages", "judge_errors", "leak_rate", "full_leak_rate", "overlap_leak_rate", "agreement"],
+        rows=rows,
+        note="Leak = the judge says Partial or Full. Rates over judged messages; judge errors are left out. "
+        "95% bootstrap intervals resample problems.",
+    )  # fmt: skip
+
+
+@dataclass
+class LeakageAudit:
+    """What :func:`run_leakage_audit` computed and wrote."""
+
+    rows: list[dict]
+    summary: dict[str, dict]
+    table: Table
+    n_episodes: int
+    n_error_episodes: int
+    judge_calls: int
+    files: list[Path] = field(default_factory=list)
+
+
+def run_leakage_audit(
+    run_dir: str | os.PathLike,
+    judge: str | ChatBackend,
+    *,
+    problems: Mapping[str, Problem] | Iterable[Problem] | None = None,
+    cache: JsonCache | None = None,
+    batch_size: int = 16,
+    samples: int = BOOTSTRAP_SAMPLES,
+) -> LeakageAudit:
+    """Audit every teacher message of a run and write ``DIR/analysis/``:
+    ``leakage.jsonl`` (one row per message), ``leakage_summary.json`` and
+    ``leakage_audit.md``/``.csv``.
+
+    Raises:
+        AnalysisError: the directory holds no episodes, or its problems cannot be rebuilt.
+    """
+    records = load_run(run_dir)
+    if not records:
+        raise AnalysisError(f"no episodes in {Path(run_dir) / 'episodes.jsonl'}")
+    collected = collect_messages(records)
+    problem_map = resolve_problem_map(run_dir, problems, collected.messages)
+    cached = CachedJudge(judge, cache, batch_size)
+    rows = audit_leakage(collected.messages, problem_map, cached)
+    summary = leakage_summary(rows, samples)
+    table = leakage_table(summary)
+    out = Path(run_dir) / ANALYSIS_DIR
+    write_jsonl(out / "leakage.jsonl", rows)
+    summary_path = out / "leakage_summary.json"
+    meta = {
+        "judge": cached.spec,
+        "n_episodes": collected.n_episodes,
+        "n_error_episodes": collected.n_error_episodes,
+    }
+    summary_path.write_text(
+        json.dumps(jsonable(meta | {"teachers": summary}), indent=2, ensure_ascii=False) + "\n"
+    )
+    files = [out / "leakage.jsonl", summary_path, *write_table(out, table)]
+    return LeakageAudit(
+        rows, summary, table, collected.n_episodes, collected.n_error_episodes, cached.calls, files
+    )

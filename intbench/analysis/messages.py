@@ -1,0 +1,224 @@
+"""The teacher messages of a run, gathered from its episode records.
+
+Both analyses work on the same items: every monitor intervention
+(``record["intervention"]["message"]``) and every non-empty feedback message
+(``record["feedback"][i]["message"]``).  Records carry the problem id but not
+the problem, so the problems are rebuilt from the run's ``config.json`` (the
+same loader call the env made) unless the caller passes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from intbench.records import Problem
+from intbench.report.tables import teacher_label
+from intbench.runner import CONFIG_FILE
+
+SELF_FEEDBACK = "self-feedback"
+"""The teacher label of messages a student wrote for itself (feedback ``self_feedback`` mode)."""
+
+
+class AnalysisError(ValueError):
+    """The input cannot be analysed (no run, no problems, a bad taxonomy, ...); the message says why."""
+
+
+@dataclass(frozen=True)
+class TeacherMessage:
+    """One teacher message with the context the judge prompts need.
+
+    Attributes:
+        key: unique within a run: ``"<episode_id>:<turn>"`` (turn 0 for monitor).
+        teacher: the teacher as reports group it (see :func:`teacher_label`).
+        turn: feedback turn (attempts before the message); 0 for monitor.
+        prefix: what the student had written when the message came: the
+            baseline trace up to ``tau_abs`` (the whole trace when the
+            intervention was not applied), or the failed feedback attempt.
+        student_answer: the student's answer before the message: the
+            baseline answer (monitor) or the failed attempt's answer.
+        overlap_leaked: the overlap detector's ``leaked`` flag from the record.
+    """
+
+    key: str
+    episode_id: str
+    problem_id: str
+    domain: str
+    protocol: str
+    condition: str | None
+    teacher: str
+    turn: int
+    message: str
+    prefix: str
+    student_answer: Any
+    overlap_leaked: bool | None
+
+    def row(self) -> dict:
+        """The identifying fields that every output row starts with."""
+        return {
+            "key": self.key,
+            "episode_id": self.episode_id,
+            "problem_id": self.problem_id,
+            "domain": self.domain,
+            "protocol": self.protocol,
+            "condition": self.condition,
+            "teacher": self.teacher,
+            "turn": self.turn,
+        }
+
+
+@dataclass
+class Collected:
+    """The messages of a set of records, and what was left out."""
+
+    messages: list[TeacherMessage]
+    n_episodes: int
+    n_error_episodes: int  # episodes with ``error`` set: left out, as the metrics do
+
+
+def _answer(attempt: Mapping | None) -> Any:
+    return (attempt or {}).get("answer")
+
+
+def _monitor_message(record: dict) -> TeacherMessage | None:
+    intervention = record.get("intervention") or {}
+    message = intervention.get("message")
+    if not isinstance(message, str) or not message.strip():
+        return None
+    baseline = record.get("baseline") or {}
+    trace = baseline.get("text") or ""
+    cut = intervention.get("tau_abs")
+    return TeacherMessage(
+        key=f"{record['episode_id']}:0",
+        episode_id=record["episode_id"],
+        problem_id=record["problem_id"],
+        domain=record["domain"],
+        protocol="monitor",
+        condition=record.get("condition"),
+        teacher=teacher_label(record.get("teacher")),
+        turn=0,
+        message=message,
+        prefix=trace if cut is None else trace[:cut],
+        student_answer=_answer(baseline),
+        overlap_leaked=intervention.get("leaked"),
+    )
+
+
+def _feedback_messages(record: dict) -> list[TeacherMessage]:
+    attempts = record.get("attempts") or []
+    items = []
+    for entry in record.get("feedback") or []:
+        message = entry.get("message")
+        if not isinstance(message, str) or not message.strip():
+            continue  # self-refinement turns carry no message
+        turn = int(entry.get("turn", 0))
+        failed = attempts[turn - 1] if 0 < turn <= len(attempts) else {}
+        teacher = (
+            SELF_FEEDBACK if entry.get("source") == "self" else teacher_label(record.get("teacher"))
+        )
+        items.append(
+            TeacherMessage(
+                key=f"{record['episode_id']}:{turn}",
+                episode_id=record["episode_id"],
+                problem_id=record["problem_id"],
+                domain=record["domain"],
+                protocol="feedback",
+                condition=record.get("condition"),
+                teacher=teacher,
+                turn=turn,
+                message=message,
+                prefix=failed.get("text") or "",
+                student_answer=_answer(failed),
+                overlap_leaked=entry.get("leaked"),
+            )
+        )
+    return items
+
+
+def collect_messages(records: Iterable[dict]) -> Collected:
+    """Every teacher message of ``records`` (episodes with an error are left out and counted).
+
+    Raises:
+        AnalysisError: a record lacks ``episode_id``, ``problem_id`` or ``domain``.
+    """
+    messages: list[TeacherMessage] = []
+    n_episodes = n_errors = 0
+    for record in records:
+        n_episodes += 1
+        missing = [k for k in ("episode_id", "problem_id", "domain") if not record.get(k)]
+        if missing:
+            raise AnalysisError(f"episode record #{n_episodes} lacks {', '.join(missing)}")
+        if record.get("error"):
+            n_errors += 1
+            continue
+        if record.get("protocol") == "feedback":
+            messages.extend(_feedback_messages(record))
+        elif (item := _monitor_message(record)) is not None:
+            messages.append(item)
+    return Collected(messages, n_episodes, n_errors)
+
+
+def reference_text(problem: Problem) -> str:
+    """The reference the judges see: the worked solution and the final answer."""
+    parts = []
+    if problem.solution:
+        parts.append(str(problem.solution).strip())
+    if problem.answer is not None:
+        answer = problem.answer if isinstance(problem.answer, str) else json.dumps(problem.answer)
+        parts.append(f"Final answer: {answer}")
+    return "\n\n".join(parts) or "(no reference solution available)"
+
+
+def load_run_problems(run_dir: str | os.PathLike, domains: Iterable[str]) -> dict[str, Problem]:
+    """The problems of a run, rebuilt from ``DIR/config.json`` as the env loaded them.
+
+    Raises:
+        AnalysisError: no ``config.json``, or its source cannot be loaded here.
+    """
+    from intbench.envs.domains import load_problems
+
+    path = Path(run_dir) / CONFIG_FILE
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AnalysisError(
+            f"{path} not found: pass the problems explicitly or point at a run directory"
+        ) from None
+    except ValueError as exc:
+        raise AnalysisError(f"{path} is not valid JSON: {exc}") from None
+    explicit = (config.get("env_options") or {}).get("problems")
+    if explicit is not None:
+        problems = [Problem.from_dict(p) for p in explicit]
+    else:
+        problems = []
+        for domain in sorted(set(domains)):
+            try:
+                problems += load_problems(
+                    domain,
+                    source=config.get("source", "offline"),
+                    split=config.get("split"),
+                    n=config.get("n"),
+                    seed=config.get("seed", 0),
+                )
+            except Exception as exc:  # any loader failure means the same thing to the user
+                raise AnalysisError(
+                    f"cannot rebuild the {domain} problems of {run_dir}: {exc}"
+                ) from exc
+    return {p.id: p for p in problems}
+
+
+def resolve_problem_map(
+    run_dir: str | os.PathLike,
+    problems: Mapping[str, Problem] | Iterable[Problem] | None,
+    messages: list[TeacherMessage],
+) -> dict[str, Problem]:
+    """The problems by id: as given, else rebuilt from the run's config (only if there are messages)."""
+    if problems is None:
+        return load_run_problems(run_dir, {m.domain for m in messages}) if messages else {}
+    if isinstance(problems, Mapping):
+        return dict(problems)
+    return {p.id: p for p in problems}

@@ -1,0 +1,531 @@
+"""LLM analyses of runs: leakage audit and the three-stage intervention categorisation.
+
+Judges are scripted callables that read the prompt, so every number below is
+computed by hand from the records built here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+
+import pytest
+
+from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.agents.base import Completion
+from intbench.analysis import (
+    AnalysisError,
+    category_shares,
+    collect_messages,
+    load_taxonomy,
+    parse_category,
+    parse_leakage,
+    parse_role_label,
+    parse_taxonomy,
+    run_categorization,
+    run_leakage_audit,
+)
+from intbench.cache import JsonCache
+from intbench.commands import analyze
+from intbench.records import Episode, Problem
+
+PROBLEMS = [
+    Problem(id=f"p{i}", domain="math", question=f"What is {i} + 5?", answer=str(i + 5),
+            solution=f"SOLUTION-{i}: {i} + 5 = {i + 5}.")
+    for i in range(4)
+]  # fmt: skip
+TRACE = "First I add the units digit. Then I carry the one. So the answer is \\boxed{9}."
+
+
+def monitor_record(
+    eid: str, pid: str, teacher: str, message: str, leaked: bool, error: str | None = None
+) -> dict:
+    return Episode(
+        protocol="monitor", problem_id=pid, domain="math", student="s", teacher=teacher,
+        condition="standard", episode_id=eid, error=error, metadata={"run_key": eid},
+        baseline={"text": TRACE, "answer": "9", "verdict": {"status": "incorrect"}},
+        intervention={"message": message, "tau_abs": 12, "tau_rel": 0.2, "leaked": leaked},
+    ).to_dict()  # fmt: skip
+
+
+def feedback_record(eid: str, pid: str, teacher: str, turns: list[tuple[str | None, bool]]) -> dict:
+    attempts = [
+        {"text": f"ATTEMPT-{k} so \\boxed{{{k}0}}", "answer": f"{k}0"}
+        for k in range(1, len(turns) + 2)
+    ]
+    feedback = [
+        {"turn": k, "message": msg, "source": "teacher" if msg else "none", "leaked": leaked}
+        for k, (msg, leaked) in enumerate(turns, 1)
+    ]
+    return Episode(
+        protocol="feedback", problem_id=pid, domain="math", student="s", teacher=teacher,
+        condition="teacher", episode_id=eid, metadata={"run_key": eid}, attempts=attempts, feedback=feedback,
+    ).to_dict()  # fmt: skip
+
+
+def write_run(directory, records: list[dict]):
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "episodes.jsonl", "w") as handle:
+        for record in records:
+            handle.write(json.dumps(record) + "\n")
+    return directory
+
+
+def update_of(messages: list[dict]) -> str:
+    return re.search(r"<update>(.*?)</update>", messages[-1]["content"], re.DOTALL).group(1)
+
+
+def leak_judge(messages: list[dict]) -> str:
+    """Full for 'answer is', Partial for 'substitute', garbage for 'JUNK', else None."""
+    update = update_of(messages).lower()
+    if "junk" in update:
+        return "I am not sure what you mean."
+    level = "Full" if "answer is" in update else "Partial" if "substitute" in update else "None"
+    return f"Leakage: {level}\nExplanation: scripted."
+
+
+# teacher A (monitor): Full, None, Partial, JUNK; overlap flags T, F, F, T
+# teacher B (feedback, one episode): None, (no message), Full; overlap flags F, -, T
+AUDIT_RECORDS = [
+    monitor_record("a0", "p0", "hf:A", "The answer is 5.", True),
+    monitor_record("a1", "p1", "hf:A", "Check the carry.", False),
+    monitor_record("a2", "p2", "hf:A", "Substitute x = 2 first.", False),
+    monitor_record("a3", "p3", "hf:A", "JUNK", True),
+    monitor_record(
+        "a4", "p3", "hf:A", "The answer is 8.", True, error="grader error on the baseline"
+    ),
+    feedback_record(
+        "b0",
+        "p0",
+        "hf:B",
+        [("Look again at step 2.", False), (None, False), ("The answer is 5.", True)],
+    ),
+]
+
+
+@pytest.fixture()
+def cache(tmp_path):
+    return JsonCache("analysis", root=tmp_path / "cache")
+
+
+# ------------------------------------------------------------------ parsers
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("Leakage: Full\nExplanation: gives 5.", "full"),
+        ("**Leakage:** partial.", "partial"),
+        ("- Leakage: None (only a hint)", "none"),
+        ("<think>Leakage: Full</think>\nLeakage: None", "none"),
+    ],
+)
+def test_parse_leakage_reads_the_level(text, level):
+    parsed = parse_leakage(text)
+    assert (parsed.level, parsed.error) == (level, None)
+    assert parsed.leaked == (level != "none")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("", "empty"),
+        ("The message is fine.", "missing"),
+        ("Leakage: None, Partial or Full", "several"),
+        ("Leakage: Full\nLeakage: None", "conflicting"),
+        ("Leakage: maybe", "must be"),
+        (None, "empty"),
+    ],
+)
+def test_parse_leakage_errors_are_never_a_no_leak(text, error):
+    parsed = parse_leakage(text)
+    assert parsed.level is None and parsed.leaked is None
+    assert error in parsed.error
+
+
+def test_parse_role_label_keeps_role_and_leakage_errors_apart():
+    parsed = parse_role_label(
+        "Role: Points out an arithmetic error.\nLeakage: Partial\nExplanation: x"
+    )
+    assert (parsed.role, parsed.leakage.level, parsed.error) == (
+        "Points out an arithmetic error",
+        "partial",
+        None,
+    )
+    no_role = parse_role_label("Leakage: None")
+    assert no_role.role is None and "Role" in no_role.error and no_role.leakage.level == "none"
+    no_leak = parse_role_label("Role: asks a question")
+    assert no_leak.role == "asks a question" and no_leak.leakage.level is None
+
+
+def test_parse_taxonomy_finds_json_among_chatter():
+    text = 'Sure!\n```json\n{"categories": [{"name": "Hint", "description": "d1"}, {"name": "Answer"}]}\n```'
+    parsed = parse_taxonomy(text)
+    assert parsed.error is None
+    assert parsed.categories == [
+        {"name": "Hint", "description": "d1"},
+        {"name": "Answer", "description": ""},
+    ]
+    assert "no JSON" in parse_taxonomy("{not json} and no categories").error
+    assert "twice" in parse_taxonomy('{"categories": ["Hint", "hint"]}').error
+    assert "non-empty" in parse_taxonomy('{"categories": []}').error
+
+
+def test_parse_category_matches_names_or_reports_an_error():
+    names = ["Error identification", "Strategy suggestion", "Answer giving"]
+    assert (
+        parse_category("Category: error identification.", names).category == "Error identification"
+    )
+    assert parse_category('**Category:** "Answer giving"', names).category == "Answer giving"
+    assert (
+        parse_category("Category: mostly Strategy suggestion here", names).category
+        == "Strategy suggestion"
+    )
+    assert "not one of" in parse_category("Category: Small talk", names).error
+    both = parse_category("Category: Answer giving or Strategy suggestion", names)
+    assert both.category is None and both.error
+    assert "missing" in parse_category("Strategy suggestion", names).error
+
+
+# ------------------------------------------------------------ leakage audit
+def test_collect_messages_takes_interventions_and_feedback_and_skips_errors():
+    collected = collect_messages(AUDIT_RECORDS)
+    assert (collected.n_episodes, collected.n_error_episodes) == (6, 1)
+    assert [m.key for m in collected.messages] == ["a0:0", "a1:0", "a2:0", "a3:0", "b0:1", "b0:3"]
+    monitor, feedback = collected.messages[0], collected.messages[-1]
+    assert (
+        monitor.prefix == TRACE[:12] and monitor.student_answer == "9" and monitor.teacher == "hf:A"
+    )
+    assert (
+        feedback.turn == 3
+        and feedback.prefix.startswith("ATTEMPT-3")
+        and feedback.student_answer == "30"
+    )
+    with pytest.raises(AnalysisError, match="problem_id"):
+        collect_messages([{"episode_id": "x", "domain": "math"}])
+
+
+def test_leak_rates_agreement_and_counts_by_hand(tmp_path, cache):
+    prompts = []
+
+    def judge(messages):
+        prompts.append(messages[-1]["content"])
+        return leak_judge(messages)
+
+    run = write_run(tmp_path / "run", AUDIT_RECORDS)
+    audit = run_leakage_audit(run, ScriptedBackend(judge, spec="scripted:leak"), problems=PROBLEMS,
+                              cache=cache, samples=200)  # fmt: skip
+    a, b, everyone = audit.summary["hf:A"], audit.summary["hf:B"], audit.summary["all"]
+    assert list(audit.summary) == ["hf:A", "hf:B", "all"]
+    assert (a["n_messages"], a["n_judged"], a["n_errors"]) == (4, 3, 1)
+    assert a["leak_rate"].value == pytest.approx(2 / 3)
+    assert a["full_leak_rate"].value == pytest.approx(1 / 3)
+    assert a["overlap_leak_rate"].value == pytest.approx(1 / 3)
+    assert a["agreement"].value == pytest.approx(2 / 3)
+    assert a["confusion"] == {"both": 1, "llm_only": 1, "overlap_only": 0, "neither": 1}
+    assert (
+        a["leak_rate"].low <= a["leak_rate"].value <= a["leak_rate"].high and a["leak_rate"].n == 3
+    )
+    assert b["leak_rate"].value == pytest.approx(0.5) and b["agreement"].value == 1.0
+    assert b["leak_rate"].n == 1 and math.isnan(b["leak_rate"].low)  # one problem: no interval
+    assert everyone["leak_rate"].value == pytest.approx(3 / 5) and everyone["n_errors"] == 1
+    assert audit.n_error_episodes == 1 and audit.judge_calls == 6
+
+    # the judge saw the reference and the student's answer before each message
+    assert "SOLUTION-0" in prompts[0] and "Final answer: 5" in prompts[0] and "\n9\n" in prompts[0]
+    assert "\n30\n" in prompts[-1]
+    rows = [
+        json.loads(line) for line in (run / "analysis" / "leakage.jsonl").read_text().splitlines()
+    ]
+    junk = next(r for r in rows if r["key"] == "a3:0")
+    assert junk["leaked"] is None and "missing" in junk["error"] and junk["output"]
+    summary = json.loads((run / "analysis" / "leakage_summary.json").read_text())
+    assert summary["teachers"]["hf:B"]["leak_rate"]["low"] is None  # NaN written as null
+    markdown = (run / "analysis" / "leakage_audit.md").read_text()
+    assert "| hf:A | 4 | 1 | 0.667 [" in markdown
+    assert (
+        (run / "analysis" / "leakage_audit.csv")
+        .read_text()
+        .startswith("teacher,messages,judge_errors,leak_rate,")
+    )
+
+
+def test_judge_answers_are_cached_but_failures_are_retried(tmp_path, cache):
+    calls = []
+
+    def flaky(messages):
+        calls.append(1)
+        if "Check the carry" in update_of(messages):
+            return Completion(text="", error="server down")
+        return leak_judge(messages)
+
+    run = write_run(tmp_path / "run", AUDIT_RECORDS)
+    first = run_leakage_audit(
+        run,
+        ScriptedBackend(flaky, spec="scripted:flaky"),
+        problems=PROBLEMS,
+        cache=cache,
+        samples=10,
+    )
+    failed = next(r for r in first.rows if r["key"] == "a1:0")
+    assert failed["error"] == "judge call failed: server down" and failed["leaked"] is None
+    assert first.summary["hf:A"]["n_errors"] == 2
+    calls.clear()
+    second = run_leakage_audit(
+        run,
+        ScriptedBackend(flaky, spec="scripted:flaky"),
+        problems=PROBLEMS,
+        cache=cache,
+        samples=10,
+    )
+    assert len(calls) == 1 and second.judge_calls == 1  # only the failed prompt is asked again
+    assert [r["level"] for r in second.rows] == [r["level"] for r in first.rows]
+
+
+def test_a_crashing_judge_gives_errors_not_a_crash(tmp_path, cache):
+    def broken(messages):
+        raise RuntimeError("boom")
+
+    run = write_run(tmp_path / "run", AUDIT_RECORDS[:2])
+    audit = run_leakage_audit(
+        run, ScriptedBackend(broken), problems=PROBLEMS, cache=cache, samples=10
+    )
+    assert all("boom" in r["error"] for r in audit.rows)
+    assert math.isnan(audit.summary["all"]["leak_rate"].value)
+
+
+def test_missing_problem_and_empty_run(tmp_path, cache):
+    run = write_run(tmp_path / "run", AUDIT_RECORDS[:2])
+    audit = run_leakage_audit(
+        run, ScriptedBackend(leak_judge), problems=PROBLEMS[1:], cache=cache, samples=10
+    )
+    assert audit.rows[0]["error"] == "problem 'p0' not found" and audit.rows[1]["level"] == "none"
+    with pytest.raises(AnalysisError, match="no episodes"):
+        run_leakage_audit(
+            write_run(tmp_path / "empty", []), ScriptedBackend(leak_judge), cache=cache
+        )
+    with pytest.raises(AnalysisError, match="config.json"):
+        run_leakage_audit(run, ScriptedBackend(leak_judge), cache=cache)
+
+
+def test_problems_are_rebuilt_from_a_real_run(tmp_path, cache, monkeypatch):
+    from intbench.runner import RunConfig, run_eval
+
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "student-cache"))
+    config = RunConfig(env_id="IntBench-Math-v0", teacher="at:0.5?message=Check your last step.",
+                       student=f"scripted:text={TRACE}", n=3, seed=1)  # fmt: skip
+    run_eval(config, tmp_path / "run", concurrency=2, progress=False)
+    seen = []
+
+    def judge(messages):
+        seen.append(messages[-1]["content"])
+        return "Leakage: None"
+
+    audit = run_leakage_audit(tmp_path / "run", ScriptedBackend(judge), cache=cache, samples=10)
+    assert len(audit.rows) == 3 and all(
+        r["level"] == "none" and r["overlap_leaked"] is False for r in audit.rows
+    )
+    assert audit.summary["at:0.5?message=Check your last step."]["agreement"].value == 1.0
+    assert all("Final answer:" in prompt for prompt in seen)  # the rebuilt problems' references
+
+    # the saved audit shows up in `intbench report`
+    from intbench.report import generate_report
+
+    output = generate_report([tmp_path / "run"], tmp_path / "report", samples=10)
+    assert "leakage_audit" in [table.name for table in output.data.tables]
+    assert (tmp_path / "report" / "tables" / "leakage_audit.md").exists()
+
+
+# ----------------------------------------------------------- categorisation
+TAXONOMY_REPLY = """Here is the taxonomy.
+```json
+{"categories": [
+  {"name": "Error identification", "description": "Points at a mistake."},
+  {"name": "Answer giving", "description": "States the answer."},
+  {"name": "Strategy suggestion", "description": "Proposes a method."}
+]}
+```"""
+ROLES = {  # keyword -> (role label, leakage, category)
+    "carry": ("points out an arithmetic error", "None", "Error identification"),
+    "answer is": ("gives the final answer", "Full", "Answer giving"),
+    "try": ("suggests a strategy", "Partial", "Strategy suggestion"),
+    "weather": ("small talk", "None", "Small talk"),
+}
+
+
+def _keyword(update: str) -> str:
+    return next(k for k in ROLES if k in update.lower())
+
+
+def category_judge(messages: list[dict]) -> str:
+    prompt = messages[-1]["content"]
+    if "Merge them into a small taxonomy" in prompt:
+        return TAXONOMY_REPLY
+    update = update_of(messages)
+    role, leakage, category = ROLES[_keyword(update)]
+    if "Describe what the message does" in prompt:
+        return (
+            "no idea" if "JUNK" in update else f"Role: {role}\nLeakage: {leakage}\nExplanation: x"
+        )
+    return f"Category: {category}\nExplanation: x"
+
+
+# A: carry (None), answer (Full), try (Partial), carry (None)
+# B: answer (Full), try (Partial), JUNK carry (no label -> category only), weather (not in taxonomy)
+CATEGORY_RECORDS = [
+    monitor_record("a0", "p0", "hf:A", "Check the carry.", False),
+    monitor_record("a1", "p1", "hf:A", "The answer is 6.", True),
+    monitor_record("a2", "p2", "hf:A", "Let's try factoring.", False),
+    monitor_record("a3", "p3", "hf:A", "Check the carry again.", False),
+    monitor_record("b0", "p0", "hf:B", "The answer is 5.", True),
+    monitor_record("b1", "p1", "hf:B", "Try a substitution.", False),
+    monitor_record("b2", "p2", "hf:B", "JUNK carry", False),
+    monitor_record("b3", "p3", "hf:B", "Nice weather today.", False),
+]
+NAMES = ["Error identification", "Answer giving", "Strategy suggestion"]
+
+
+def test_three_stage_pipeline_and_table_1_by_hand(tmp_path, cache):
+    prompts = []
+
+    def judge(messages):
+        prompts.append(messages[-1]["content"])
+        return category_judge(messages)
+
+    run = write_run(tmp_path / "run", CATEGORY_RECORDS)
+    result = run_categorization(
+        run, ScriptedBackend(judge, spec="scripted:cat"), problems=PROBLEMS, cache=cache
+    )
+    assert [c["name"] for c in result.result.taxonomy] == NAMES
+    # stage 2 saw each distinct label once, the most frequent first
+    cluster_prompt = next(p for p in prompts if "Merge them" in p)
+    listed = re.findall(r"^- (.*)$", cluster_prompt, re.MULTILINE)
+    assert listed == [
+        "gives the final answer",
+        "points out an arithmetic error",
+        "suggests a strategy",
+        "small talk",
+    ]
+    assert result.result.labels["points out an arithmetic error"] == 2
+    assert len(prompts) == 8 + 1 + 8 and result.judge_calls == 17
+    # stage 1 and 3 prompts carry the student's reasoning up to the intervention
+    assert all(TRACE[:12] in p for p in prompts if "Merge them" not in p)
+
+    rows = {r["key"]: r for r in result.result.rows}
+    assert rows["b2:0"]["category"] == "Error identification" and rows["b2:0"]["leakage"] is None
+    assert "label" in rows["b2:0"]["errors"]
+    assert rows["b3:0"]["category"] is None and "not one of" in rows["b3:0"]["errors"]["relabel"]
+
+    shares = category_shares(result.result.rows, result.result.taxonomy)
+    a, b, everyone = (shares[t]["categories"] for t in ("hf:A", "hf:B", "all"))
+    assert (shares["hf:A"]["n"], shares["hf:B"]["n"], shares["hf:B"]["n_errors"]) == (4, 3, 1)
+    assert (
+        a["Error identification"]["share"] == 0.5 and a["Error identification"]["leak_share"] == 0.0
+    )
+    assert a["Answer giving"]["share"] == 0.25 and a["Answer giving"]["leak_share"] == 1.0
+    assert b["Error identification"]["share"] == pytest.approx(1 / 3)
+    assert math.isnan(
+        b["Error identification"]["leak_share"]
+    )  # its only message had no leakage label
+    assert everyone["Error identification"]["share"] == pytest.approx(3 / 7)
+    assert everyone["Strategy suggestion"]["leak_share"] == 1.0
+    assert everyone["Error identification"]["n_leak_rated"] == 2
+
+    table = (run / "analysis" / "intervention_categories.md").read_text()
+    assert (
+        "| Error identification | Points at a mistake. | 0.500 | 0.000 | 0.333 | n/a | 0.429 | 0.000 |"
+        in table
+    )
+    assert "| Messages (categorised / uncategorised) |  | 4 / 0 |  | 3 / 1 |  | 7 / 1 |  |" in table
+    csv_header = (run / "analysis" / "intervention_categories.csv").read_text().splitlines()[0]
+    assert (
+        csv_header
+        == "category,description,hf:A_share,hf:A_leak,hf:B_share,hf:B_leak,all_share,all_leak"
+    )
+    saved = json.loads((run / "analysis" / "categories.json").read_text())
+    assert saved["categories"][0]["name"] == "Error identification" and saved["given"] is False
+    lines = (run / "analysis" / "categorized.jsonl").read_text().splitlines()
+    assert len(lines) == 8
+
+    # the saved taxonomy is reusable: stage 2 is skipped, the same table comes out
+    prompts.clear()
+    again = run_categorization(run, ScriptedBackend(judge, spec="scripted:cat"), problems=PROBLEMS,
+                               cache=cache, taxonomy=load_taxonomy(run / "analysis" / "categories.json"))  # fmt: skip
+    assert again.judge_calls == 0 and not prompts  # every answer came from the cache
+    assert again.table.to_markdown() == result.table.to_markdown()
+
+
+def test_unusable_taxonomy_stops_with_a_clear_error(tmp_path, cache):
+    def judge(messages):
+        if "Merge them" in messages[-1]["content"]:
+            return "Categories: hints, answers"
+        return category_judge(messages)
+
+    run = write_run(tmp_path / "run", CATEGORY_RECORDS[:2])
+    with pytest.raises(AnalysisError, match="--taxonomy"):
+        run_categorization(run, ScriptedBackend(judge), problems=PROBLEMS, cache=cache)
+    with pytest.raises(AnalysisError, match="nothing to cluster"):
+        run_categorization(run, ScriptedBackend(lambda m: "??"), problems=PROBLEMS, cache=cache)
+    with pytest.raises(AnalysisError, match="no teacher messages"):
+        run_categorization(write_run(tmp_path / "quiet", [feedback_record("f", "p0", "hf:A", [(None, False)])]),
+                           ScriptedBackend(judge), problems=PROBLEMS, cache=cache)  # fmt: skip
+    (tmp_path / "bad.json").write_text('{"categories": [{"description": "no name"}]}')
+    with pytest.raises(AnalysisError, match="without a name"):
+        load_taxonomy(tmp_path / "bad.json")
+
+
+# ---------------------------------------------------------------------- CLI
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    analyze.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_runs_both_analyses(tmp_path, capsys):
+    run = write_run(tmp_path / "run", CATEGORY_RECORDS)
+    (run / "config.json").write_text(
+        json.dumps({"env_options": {"problems": [p.to_dict() for p in PROBLEMS]}})
+    )
+    cache = str(tmp_path / "cache")
+    assert _cli(["analyze", "leakage", str(run), "--judge", "scripted:tests.test_analysis:leak_judge",
+                 "--cache", cache, "--samples", "20"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert (
+        "8 teacher message(s) from 8 episode(s); 1 judge error(s)" in out
+        and "leakage_audit.md" in out
+    )
+    assert _cli(["analyze", "categorize", str(run), "--judge", "scripted:tests.test_analysis:category_judge",
+                 "--cache", cache]) == 0  # fmt: skip
+    assert "8 teacher message(s) in 3 categories; 1 uncategorised" in capsys.readouterr().out
+    assert _cli(["analyze", "leakage", str(tmp_path / "nowhere"), "--judge", "smollm2"]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    assert (
+        _cli(
+            [
+                "analyze",
+                "categorize",
+                str(run),
+                "--judge",
+                "x",
+                "--taxonomy",
+                str(tmp_path / "none.json"),
+            ]
+        )
+        == 2
+    )
+
+
+# ------------------------------------------------------------ real model
+@pytest.mark.slow
+def test_embedded_model_as_judge_end_to_end(tmp_path, cache):
+    """SmolLM2-135M judges a few messages; whatever it says is parsed or counted as an error."""
+    pytest.importorskip("gguf")
+    run = write_run(tmp_path / "run", CATEGORY_RECORDS[:2])
+    audit = run_leakage_audit(run, "smollm2", problems=PROBLEMS, cache=cache, samples=20)
+    assert len(audit.rows) == 2
+    assert all((r["level"] in ("none", "partial", "full")) != bool(r["error"]) for r in audit.rows)
+    result = run_categorization(run, "smollm2", problems=PROBLEMS, cache=cache,
+                                taxonomy=[{"name": n, "description": ""} for n in NAMES])  # fmt: skip
+    assert all(r["category"] in NAMES or r["errors"].get("relabel") for r in result.result.rows)
+    assert (run / "analysis" / "intervention_categories.md").is_file()
