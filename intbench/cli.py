@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "intbench.commands.serve",
     "intbench.commands.variants",
     "intbench.commands.analyze",
+    "intbench.commands.train",
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -157,3 +157,35 @@ def cached_student_call(
         finish_reason=entry["finish_reason"],
     )
     return attempt, from_cache
+
+
+def parse_message_action(
+    action: Any, parse_text: Callable[[str], str], max_chars: int
+) -> tuple[str | None, str | None]:
+    """Read a message-only action (feedback, tutor) -> (message or None, error).
+
+    Accepted: ``{"intervene": 0|1, "message": str}``, a bare 0/1, or a raw
+    string (the teacher's reply, cleaned by ``parse_text``).  ``None`` means the
+    teacher says nothing; a malformed action also says nothing and comes back
+    with an error for ``info["action_error"]``.
+    """
+    if isinstance(action, str):
+        return (parse_text(action).strip()[:max_chars] or None), None
+    if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+        action = {"intervene": int(action)}
+    if not isinstance(action, Mapping):
+        return None, f"action must be a dict, a string or 0/1, got {type(action).__name__}"
+    if action.get("error"):  # set by wrappers that could not parse a raw reply
+        return None, str(action["error"])
+    try:
+        intervene = int(np.asarray(action.get("intervene", 0)).item())
+    except (TypeError, ValueError) as exc:
+        return None, f"bad intervene value: {exc}"
+    message = action.get("message", "")
+    if intervene not in (0, 1) or not isinstance(message, str):
+        return None, f"intervene must be 0/1 and message a string, got {action!r:.200}"
+    if not intervene:
+        return None, None
+    if not message.strip():
+        return None, "intervene=1 with an empty message"
+    return message.strip()[:max_chars], None

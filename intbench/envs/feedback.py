@@ -42,7 +42,6 @@ from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from gymnasium import spaces
 
 from intbench.agents.base import ChatBackend
@@ -54,6 +53,7 @@ from intbench.envs.common import (
     attempt_from,
     backend_name,
     cached_student_call,
+    parse_message_action,
     resolve_problems,
     sampling_from,
     shared_backend,
@@ -281,7 +281,7 @@ class FeedbackEnv(gym.Env):
             if completion.error:
                 return None, "self", f"self-feedback generation failed: {completion.error}"
             return parse_feedback(completion.text).text or None, "self", None
-        message, error = _parse_action(action)
+        message, error = parse_message_action(action, lambda text: parse_feedback(text).text, MAX_MESSAGE)
         return message, "teacher" if message else "none", error
 
     def _student_attempt(self, feedback: str | None):
@@ -402,28 +402,3 @@ class FeedbackEnv(gym.Env):
 def _check_choice(name: str, value: Any, choices: tuple) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
-def _parse_action(action) -> tuple[str | None, str | None]:
-    """-> (feedback message or None for a plain retry, error)."""
-    if isinstance(action, str):
-        parsed = parse_feedback(action)
-        return (parsed.text.strip()[:MAX_MESSAGE] or None), None
-    if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
-        action = {"intervene": int(action)}
-    if not isinstance(action, Mapping):
-        return None, f"action must be a dict, a string or 0/1, got {type(action).__name__}"
-    if action.get("error"):
-        return None, str(action["error"])
-    try:
-        intervene = int(np.asarray(action.get("intervene", 0)).item())
-    except (TypeError, ValueError) as exc:
-        return None, f"bad intervene value: {exc}"
-    message = action.get("message", "")
-    if intervene not in (0, 1) or not isinstance(message, str):
-        return None, f"intervene must be 0/1 and message a string, got {action!r:.200}"
-    if not intervene:
-        return None, None
-    if not message.strip():
-        return None, "intervene=1 with an empty message"
-    return message[:MAX_MESSAGE], None

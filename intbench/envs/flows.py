@@ -130,7 +130,7 @@ def run_flows(flows: list[Flow], executor: RequestExecutor) -> list[Any]:
     """Advance all flows together, batching whatever they ask for at each round."""
     results: list[Any] = [None] * len(flows)
     pending: dict[int, Request] = {}
-    for index, flow in enumerate(flows):
+    for index in range(len(flows)):
         _advance(flows, index, None, pending, results, first=True)
     while pending:
         order = list(pending)

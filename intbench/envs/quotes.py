@@ -47,12 +47,10 @@ def final_answer_start(trace: str) -> int:
     The region is the sentence (or line) holding the last answer marker, so
     "So the final answer is \\boxed{5}" counts from "So".
     """
-    last = None
-    for last in _ANSWER_MARKER.finditer(trace):
-        pass
-    if last is None:
+    markers = list(_ANSWER_MARKER.finditer(trace))
+    if not markers:
         return len(trace)
-    breaks = [m.end() for m in _SENTENCE_BREAK.finditer(trace, 0, last.start())]
+    breaks = [m.end() for m in _SENTENCE_BREAK.finditer(trace, 0, markers[-1].start())]
     return breaks[-1] if breaks else 0
 
 

@@ -52,7 +52,6 @@ from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from gymnasium import spaces
 
 from intbench.agents.base import ChatBackend
@@ -64,6 +63,7 @@ from intbench.envs.common import (
     attempt_from,
     backend_name,
     cached_student_call,
+    parse_message_action,
     resolve_problems,
     sampling_from,
     shared_backend,
@@ -251,7 +251,7 @@ class TutorEnv(gym.Env):
         self._last_check = None
         if self.ideation_turns:
             started = time.perf_counter()
-            message, action_error = _parse_action(action)
+            message, action_error = parse_message_action(action, strip_think, MAX_MESSAGE)
             yield from self._teacher_says(message, action_error)
             self._turn += 1
             if not episode.error:
@@ -462,30 +462,6 @@ class TutorEnv(gym.Env):
     def close(self):
         self._executor.close()
         super().close()
-
-
-def _parse_action(action) -> tuple[str | None, str | None]:
-    """-> (the teacher's message or None for saying nothing, error)."""
-    if isinstance(action, str):
-        return (strip_think(action).strip()[:MAX_MESSAGE] or None), None
-    if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
-        action = {"intervene": int(action)}
-    if not isinstance(action, Mapping):
-        return None, f"action must be a dict, a string or 0/1, got {type(action).__name__}"
-    if action.get("error"):
-        return None, str(action["error"])
-    try:
-        intervene = int(np.asarray(action.get("intervene", 0)).item())
-    except (TypeError, ValueError) as exc:
-        return None, f"bad intervene value: {exc}"
-    message = action.get("message", "")
-    if intervene not in (0, 1) or not isinstance(message, str):
-        return None, f"intervene must be 0/1 and message a string, got {action!r:.200}"
-    if not intervene:
-        return None, None
-    if not message.strip():
-        return None, "intervene=1 with an empty message"
-    return message.strip()[:MAX_MESSAGE], None
 
 
 def batched_tutor(num_envs: int = 1, **kwargs):

@@ -1,0 +1,247 @@
+"""Learning demo: GRPO teaches the embedded SmolLM2-135M when to intervene.
+
+Setting (monitor env, ``helpfulness`` reward, Standard condition): a fixed
+scripted student answers "What is a + b?" problems.  Its baseline is right on
+about half of them; on the wrong ones its reasoning says it is guessing (a
+cue the teacher can read in the revealed transcript).  After an intervention
+the student is right with probability 0.8 if its baseline was wrong (the hint
+helps) and 0.5 if it was right (the interruption confuses it), so the best
+policy intervenes exactly on the guessing traces (expected helpfulness about
++0.4 per problem) and always-intervene or never-intervene do worse or nothing.
+
+Measured: the env's mean reward of the policy's sampled decisions
+(temperature 1, ``--samples`` per held-out decision state) on held-out
+problems, before and after training, with 95% bootstrap CIs over problems
+(``intbench.metrics.bootstrap``).  Run:
+``OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py`` (CPU, ~30 min on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.metrics import bootstrap
+from intbench.records import Problem
+from intbench.training import MonitorReward, monitor_states
+from intbench.training.models import load_policy
+
+ENV = "IntBench-Math-v0"
+GUESS = "Hmm, I am not sure about this, so I will just guess."
+SURE = "I add them carefully and check the sum twice."
+
+
+def problems(count: int, seed: int) -> list[Problem]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        a, b = rng.randint(10, 99), rng.randint(10, 99)
+        out.append(
+            Problem(
+                id=f"add/{seed}/{i}",
+                domain="math",
+                question=f"What is {a} + {b}?",
+                answer=str(a + b),
+                solution=f"{a} + {b} = {a + b}, so the answer is \\boxed{{{a + b}}}.",
+            )
+        )
+    return out
+
+
+def _sum(text: str) -> int:
+    a, b = re.search(r"What is (\d+) \+ (\d+)\?", text).groups()
+    return int(a) + int(b)
+
+
+def student(messages, params) -> str:
+    """The fixed student: baseline right or guessing (by problem), continuations by seed."""
+    text = "\n".join(m["content"] for m in messages)
+    right = _sum(text)
+    if "<update>" in text:  # a continuation after the teacher's message
+        p_right = 0.8 if GUESS in text else 0.5
+        ok = random.Random(params.seed).random() < p_right
+        return f"Following the hint, the answer is \\boxed{{{right if ok else right + 1}}}."
+    guessing = int(re.search(r"What is (\d+)", text).group(1)) % 2 == 1
+    if guessing:
+        return f"{GUESS} The sum is about {right + 7}. So the answer is \\boxed{{{right + 7}}}."
+    return f"{SURE} The sum is {right}. So the answer is \\boxed{{{right}}}."
+
+
+def env_kwargs(problem_list: list[Problem]) -> dict:
+    return {
+        "student": ScriptedBackend(student, spec="scripted:demo-student"),
+        "problems": problem_list,
+        "increment": 400,  # one decision per trace: the whole (short) trace is revealed
+        "reward": "helpfulness",
+    }
+
+
+def sample_replies(
+    model, tokenizer, prompts: list[list[dict]], samples: int, max_new_tokens: int, seed: int
+) -> list[str]:
+    """``samples`` sampled replies per prompt (temperature 1), batched."""
+    torch.manual_seed(seed)
+    model.eval()
+    tokenizer.padding_side = "left"
+    replies = []
+    texts = [
+        tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=False)
+        for p in prompts
+    ]
+    for start in range(0, len(texts), 8):
+        batch = tokenizer(
+            texts[start : start + 8], return_tensors="pt", padding=True, add_special_tokens=False
+        )
+        with torch.no_grad():
+            out = model.generate(
+                **batch,
+                do_sample=True,
+                temperature=1.0,
+                top_p=1.0,
+                max_new_tokens=max_new_tokens,
+                num_return_sequences=samples,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        replies += tokenizer.batch_decode(
+            out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True
+        )
+    return replies
+
+
+def evaluate(
+    model, tokenizer, states, reward: MonitorReward, samples: int, max_new_tokens: int
+) -> dict:
+    replies = sample_replies(model, tokenizer, states["prompt"], samples, max_new_tokens, seed=1234)
+    rows = [states[i] for i in range(len(states)) for _ in range(samples)]
+    rewards = reward(
+        prompts=[r["prompt"] for r in rows],
+        completions=replies,
+        problem_index=[r["problem_index"] for r in rows],
+        waits=[r["waits"] for r in rows],
+        seed=[r["seed"] for r in rows],
+    )
+    episodes: dict[str, list[dict]] = {}
+    for row, value, components in zip(rows, rewards, reward.last_components, strict=True):
+        episodes.setdefault(row["problem_id"], []).append(
+            {"reward": value, **components, "guessing": not row["baseline_correct"]}
+        )
+
+    def mean(key, where=lambda e: True):
+        return lambda eps: (
+            float(np.mean([e[key] for e in eps if where(e)]))
+            if any(where(e) for e in eps)
+            else float("nan")
+        )
+
+    return {
+        "reward": bootstrap(episodes, mean("reward")).to_dict(),
+        "intervene_rate_when_guessing": bootstrap(
+            episodes, mean("intervened", lambda e: e["guessing"])
+        ).to_dict(),
+        "intervene_rate_when_sure": bootstrap(
+            episodes, mean("intervened", lambda e: not e["guessing"])
+        ).to_dict(),
+        "example_replies": replies[:3],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train-problems", type=int, default=64)
+    parser.add_argument("--eval-problems", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--samples", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "train_monitor_demo.json"
+    )
+    args = parser.parse_args()
+    os.environ.setdefault("INTBENCH_CACHE", tempfile.mkdtemp(prefix="intbench-demo-cache-"))
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl import GRPOConfig, GRPOTrainer
+
+    train_kwargs = env_kwargs(problems(args.train_problems, seed=1))
+    eval_kwargs = env_kwargs(problems(args.eval_problems, seed=2))
+    train_states = monitor_states(ENV, train_kwargs, states_per_problem=1, seed=0)
+    eval_states = monitor_states(ENV, eval_kwargs, states_per_problem=1, seed=0)
+    eval_reward = MonitorReward(ENV, eval_kwargs)
+    model, tokenizer = load_policy("smollm2")
+
+    started = time.perf_counter()
+    before = evaluate(model, tokenizer, eval_states, eval_reward, args.samples, args.max_new_tokens)
+    eval_seconds = time.perf_counter() - started
+    print("before:", json.dumps(before["reward"]), flush=True)
+
+    with tempfile.TemporaryDirectory() as out_dir:
+        trainer = GRPOTrainer(
+            model=model,
+            processing_class=tokenizer,
+            reward_funcs=[MonitorReward(ENV, train_kwargs)],
+            train_dataset=train_states,
+            args=GRPOConfig(
+                output_dir=out_dir,
+                learning_rate=args.lr,
+                per_device_train_batch_size=16,
+                num_generations=8,
+                max_completion_length=args.max_new_tokens,
+                temperature=1.0,
+                beta=0.0,
+                max_steps=args.steps,
+                logging_steps=5,
+                save_strategy="no",
+                report_to=[],
+                use_cpu=True,
+                seed=0,
+            ),
+        )
+        started = time.perf_counter()
+        trainer.train()
+        train_seconds = time.perf_counter() - started
+        history = [
+            {
+                k: e[k]
+                for k in (
+                    "step",
+                    "reward",
+                    "monitor/helpfulness",
+                    "monitor/decided_intervene",
+                    "monitor/unparsable",
+                )
+                if k in e
+            }
+            for e in trainer.state.log_history
+            if "reward" in e
+        ]
+    after = evaluate(
+        trainer.model, tokenizer, eval_states, eval_reward, args.samples, args.max_new_tokens
+    )
+    print("after:", json.dumps(after["reward"]), flush=True)
+    result = {
+        "setting": {k: v for k, v in vars(args).items() if k != "out"},
+        "model": "smollm2 (SmolLM2-135M-Instruct, full fine-tune, fp32, CPU)",
+        "before": before,
+        "after": after,
+        "train_log": history,
+        "seconds": {"train": round(train_seconds, 1), "one_evaluation": round(eval_seconds, 1)},
+        "threads": torch.get_num_threads(),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""``intbench train grpo|sft``: train a teacher with TRL from a YAML config."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "train",
+        help="train a teacher with TRL (GRPO on an env, or SFT from eval records)",
+        description="Train a teacher policy.  Settings come from --config (see "
+        "intbench/training/configs/*.yaml for documented examples); flags override them.  "
+        "Multi-GPU: accelerate launch --config_file intbench/training/accelerate/multi_gpu.yaml "
+        "-m intbench.cli train grpo ...",
+    )
+    parser.add_argument("method", choices=["grpo", "sft"])
+    parser.add_argument(
+        "--config", type=Path, default=None, help="YAML file with TrainConfig fields"
+    )
+    parser.add_argument(
+        "--env", default=None, help="env id, e.g. IntBench-Math-v0 or IntBench-Math-Feedback-v0"
+    )
+    parser.add_argument(
+        "--model", default=None, help="policy to train: smollm2, hf:<dir> or a directory"
+    )
+    parser.add_argument(
+        "--student", default=None, help="frozen student's model spec (e.g. openai:<model>@<url>)"
+    )
+    parser.add_argument("-n", type=int, default=None, help="number of training problems")
+    parser.add_argument(
+        "--records", nargs="+", default=None, help="sft: run directories of intbench eval"
+    )
+    parser.add_argument(
+        "--filter", default=None, help="sft: which decisions to imitate (default helpful_no_leak)"
+    )
+    parser.add_argument("--output-dir", default=None)
+    parser.add_argument(
+        "--max-steps", type=int, default=None, help="shortcut for trainer.max_steps"
+    )
+    parser.add_argument(
+        "--lora", action="store_true", help="train LoRA adapters (needs peft) with default settings"
+    )
+    parser.set_defaults(func=_train)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from intbench.training.config import load_config
+    from intbench.training.trainer import train
+
+    try:
+        config = load_config(
+            args.config,
+            method=args.method,
+            env=args.env,
+            model=args.model,
+            student=args.student,
+            n=args.n,
+            records=args.records,
+            filter=args.filter,
+            output_dir=args.output_dir,
+        )
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.max_steps is not None:
+        config.trainer["max_steps"] = args.max_steps
+    if args.lora and config.lora is None:
+        config.lora = {}
+    final = train(config)
+    print(json.dumps({"model": f"hf:{final}"}))
+    return 0

@@ -1,0 +1,118 @@
+"""Training configuration: one YAML file per run, every field with a documented default.
+
+A file holds the fields of :class:`TrainConfig`; ``trainer:`` is passed
+unchanged to TRL's ``GRPOConfig`` or ``SFTConfig`` (so any TRL option can be
+set there), ``lora:`` to peft's ``LoraConfig``.  Unknown top-level keys are
+refused: a typo should fail, not be silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+METHODS = ("grpo", "sft")
+
+
+@dataclass
+class TrainConfig:
+    """Everything a ``intbench train`` run needs (defaults in brackets).
+
+    Attributes:
+        method: ``"grpo"`` or ``"sft"`` [``"grpo"``].
+        env: env id; its protocol picks the GRPO flavour: monitor ids get the
+            single-decision reward, ``-Feedback-`` ids the multi-turn rollout
+            [``"IntBench-Math-v0"``].
+        env_options: extra ``gym.make`` keyword arguments (``increment``,
+            ``reward``, ``k_max``, ...) [{}].
+        model: the policy: ``"smollm2"`` (a trainable copy of the embedded
+            model), ``"hf:<dir>"`` or a plain directory [``"smollm2"``].
+        student: the frozen student's model spec [``"smollm2"``].
+        source, split, n, data_seed: the training problems, as in ``intbench eval``
+            [``"offline"``, domain default, 32, 0].
+        states_per_problem: monitor GRPO: decision states sampled per problem [2].
+        max_turn_tokens: feedback GRPO: tokens per teacher turn [128].
+        temperature: feedback GRPO: sampling temperature of teacher turns [1.0].
+        records: SFT: run directories written by ``intbench eval`` [[]].
+        filter: SFT: which teacher decisions to imitate (see
+            :data:`intbench.training.sft.FILTERS`) [``"helpful_no_leak"``].
+        output_dir: where checkpoints and the final model go [``"runs/train"``].
+        seed: seed of state sampling and of the trainer [0].
+        lora: peft ``LoraConfig`` arguments, or null for full fine-tuning [null].
+        trainer: TRL ``GRPOConfig``/``SFTConfig`` arguments [{}].
+    """
+
+    method: str = "grpo"
+    env: str = "IntBench-Math-v0"
+    env_options: dict[str, Any] = field(default_factory=dict)
+    model: str = "smollm2"
+    student: str = "smollm2"
+    source: str = "offline"
+    split: str | None = None
+    n: int = 32
+    data_seed: int = 0
+    states_per_problem: int = 2
+    max_turn_tokens: int = 128
+    temperature: float = 1.0
+    records: list[str] = field(default_factory=list)
+    filter: str = "helpful_no_leak"
+    output_dir: str = "runs/train"
+    seed: int = 0
+    lora: dict[str, Any] | None = None
+    trainer: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.n is not None and self.n < 1:
+            raise ValueError(f"n must be positive, got {self.n}")
+        if self.states_per_problem < 1:
+            raise ValueError(f"states_per_problem must be positive, got {self.states_per_problem}")
+        if self.max_turn_tokens < 1:
+            raise ValueError(f"max_turn_tokens must be positive, got {self.max_turn_tokens}")
+        for name in ("env_options", "trainer"):
+            if not isinstance(getattr(self, name), dict):
+                raise ValueError(
+                    f"{name} must be a mapping, got {type(getattr(self, name)).__name__}"
+                )
+        if self.lora is not None and not isinstance(self.lora, dict):
+            raise ValueError(f"lora must be a mapping or null, got {type(self.lora).__name__}")
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """``gym.make`` keyword arguments for the training env."""
+        return {
+            **self.env_options,
+            "student": self.student,
+            "source": self.source,
+            "split": self.split,
+            "n": self.n,
+            "data_seed": self.data_seed,
+        }
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig:
+    """Read a YAML config (or start from defaults) and apply non-None ``overrides``."""
+    import yaml
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"config file not found: {path}")
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ValueError(
+                f"{path}: the config must be a mapping of fields, got {type(loaded).__name__}"
+            )
+        data = dict(loaded or {})
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown}; known fields: {sorted(known)}")
+    return TrainConfig(**data)

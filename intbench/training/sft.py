@@ -1,0 +1,239 @@
+"""SFT data from episode records: imitate the teacher decisions a filter selects.
+
+Records are what ``intbench eval`` writes (``episodes.jsonl``); they hold the
+teacher's decisions and messages but not the prompts.  The prompts are
+rebuilt by replaying each episode in an env whose scripted student repeats
+the recorded student text, so every example's prompt is exactly the env's
+teacher prompt at that decision.  The assistant turn is the teacher's raw
+reply when the run kept it (``metadata.teacher_outputs``), else the decision
+written in the prompt's output format.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.records import Problem
+
+
+def _monitor_helpful(record: dict) -> bool:
+    return record["reward_components"].get("helpfulness", 0.0) > 0
+
+
+def _monitor_leaked(record: dict) -> bool:
+    return bool(record["reward_components"].get("leaked", 0.0))
+
+
+def _feedback_helpful(record: dict) -> bool:
+    return record.get("solved_at") is not None and record["solved_at"] > 1
+
+
+def _feedback_leaked(record: dict) -> bool:
+    return any(turn.get("leaked") for turn in record.get("feedback", []))
+
+
+def _helpful(record: dict) -> bool:
+    return (
+        _monitor_helpful(record) if record["protocol"] == "monitor" else _feedback_helpful(record)
+    )
+
+
+def _leaked(record: dict) -> bool:
+    return _monitor_leaked(record) if record["protocol"] == "monitor" else _feedback_leaked(record)
+
+
+def _intervened(record: dict) -> bool:
+    if record["protocol"] == "monitor":
+        return record.get("intervention") is not None
+    return any(turn.get("source") == "teacher" for turn in record.get("feedback", []))
+
+
+FILTERS: dict[str, Callable[[dict], bool]] = {
+    # Interventions that turned a wrong student right (monitor) or feedback
+    # episodes solved after the first attempt, without giving the answer away.
+    "helpful_no_leak": lambda r: _helpful(r) and not _leaked(r),
+    "helpful": _helpful,
+    "no_leak": lambda r: _intervened(r) and not _leaked(r),
+    "all": lambda r: True,
+}
+
+
+def select_records(
+    records: Iterable[dict], filter: str | Callable[[dict], bool] = "helpful_no_leak"
+) -> list[dict]:
+    """Records that pass ``filter`` (a :data:`FILTERS` name or a predicate); failed episodes never do."""
+    if isinstance(filter, str):
+        try:
+            filter = FILTERS[filter]
+        except KeyError:
+            raise ValueError(f"unknown filter {filter!r}; choose from {sorted(FILTERS)}") from None
+    return [
+        r
+        for r in records
+        if not r.get("error") and r["protocol"] in ("monitor", "feedback") and filter(r)
+    ]
+
+
+def _replay_student(texts: Sequence[str]) -> ScriptedBackend:
+    queue = list(texts)
+
+    def respond(messages):
+        if not queue:
+            raise RuntimeError(
+                "the replayed episode asked the student more often than the record shows"
+            )
+        return queue.pop(0)
+
+    return ScriptedBackend(respond, spec="replay")
+
+
+def _monitor_reply(step: dict) -> str:
+    if step["action"] == "intervene":
+        return f"Intervene: Yes\nTime: N/A\nIntervention: {step['message']}"
+    return "Intervene: No\nTime: N/A\nIntervention: N/A"
+
+
+def _monitor_examples(record: dict, problem: Problem, cache_dir: str, decisions: str) -> list[dict]:
+    config = record["config"]
+    student = _replay_student([record["baseline"]["text"]])
+    env = gym.make(
+        f"intbench:{_env_id(problem.domain, 'monitor')}",
+        student=student,
+        problems=[problem],
+        condition=record.get("condition") or "standard",
+        increment=config.get("increment", 50),
+        teacher_access=config.get("teacher_access", True),
+        teacher_prompt=config.get("teacher_prompt", "paper"),
+        cache_dir=cache_dir,
+    ).unwrapped
+    outputs = record.get("metadata", {}).get("teacher_outputs") or []
+    _, info = env.reset(options={"problem_index": 0, "student_seed": record.get("seed") or 0})
+    examples = []
+    steps = record["steps"]
+    for index, step in enumerate(steps):
+        reply = outputs[index] if index < len(outputs) else _monitor_reply(step)
+        if decisions == "all" or index == len(steps) - 1:
+            examples.append(_example(info["messages"], reply, record, index))
+        if index < len(steps) - 1:
+            _, _, _, _, info = env.step({"intervene": 0, "message": ""})
+    env.close()
+    return examples
+
+
+def _feedback_examples(record: dict, problem: Problem, cache_dir: str) -> list[dict]:
+    config = record["config"]
+    student = _replay_student([attempt["text"] for attempt in record["attempts"]])
+    env = gym.make(
+        f"intbench:{_env_id(problem.domain, 'feedback')}",
+        student=student,
+        problems=[problem],
+        k_max=config.get("k_max", 10),
+        history=config.get("history", 1),
+        teacher_reference=config.get("teacher_reference", "none"),
+        execution_context=config.get("execution_context", "feedback"),
+        cache_dir=cache_dir,
+    ).unwrapped
+    outputs = record.get("metadata", {}).get("teacher_outputs") or []
+    env.reset(options={"problem_index": 0, "student_seed": record.get("seed") or 0})
+    _, _, _, _, info = env.step({"intervene": 0, "message": ""})
+    examples = []
+    for turn, feedback in enumerate(record["feedback"]):
+        message = feedback.get("message")
+        if feedback.get("source") == "teacher" and message:
+            reply = outputs[turn] if turn < len(outputs) else f"<feedback>{message}</feedback>"
+            examples.append(_example(info["messages"], reply, record, turn))
+        _, _, terminated, _, info = env.step(
+            {"intervene": int(bool(message)), "message": message or ""}
+        )
+        if terminated:
+            break
+    env.close()
+    return examples
+
+
+def _env_id(domain: str, protocol: str) -> str:
+    from intbench.envs.registration import env_id
+
+    return env_id(domain, protocol)
+
+
+def _example(prompt: list[dict], reply: str, record: dict, decision: int) -> dict:
+    return {
+        "prompt": prompt,
+        "completion": [{"role": "assistant", "content": reply}],
+        "episode_id": record["episode_id"],
+        "problem_id": record["problem_id"],
+        "decision": decision,
+    }
+
+
+def sft_examples(
+    records: Iterable[dict],
+    problems: Iterable[Problem | dict],
+    filter: str | Callable[[dict], bool] = "helpful_no_leak",
+    decisions: str = "last",
+) -> list[dict]:
+    """Prompt/completion chat examples from the records ``filter`` selects.
+
+    ``problems`` must include every selected record's problem (by id).
+    Monitor episodes give their last decision (``decisions="last"``, the
+    intervention if there was one) or every decision (``"all"``); feedback
+    episodes give each teacher feedback turn.
+    """
+    if decisions not in ("last", "all"):
+        raise ValueError(f"decisions must be 'last' or 'all', got {decisions!r}")
+    by_id = {}
+    for problem in problems:
+        problem = problem if isinstance(problem, Problem) else Problem.from_dict(problem)
+        by_id[problem.id] = problem
+    examples: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="intbench-sft-") as scratch:
+        for number, record in enumerate(select_records(records, filter)):
+            problem = by_id.get(record["problem_id"])
+            if problem is None:
+                raise ValueError(f"no problem {record['problem_id']!r} among the given problems")
+            cache_dir = f"{scratch}/{number}"  # a fresh cache: the replay must not hit another record's text
+            if record["protocol"] == "monitor":
+                examples += _monitor_examples(record, problem, cache_dir, decisions)
+            else:
+                examples += _feedback_examples(record, problem, cache_dir)
+    return examples
+
+
+def run_problems(run_dir: str) -> list[Problem]:
+    """The problems of a run directory written by ``intbench eval`` (from its ``config.json``)."""
+    import json
+    from pathlib import Path
+
+    from intbench.envs.common import resolve_problems
+    from intbench.runner import CONFIG_FILE
+
+    config = json.loads((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8"))
+    domain = gym.spec(config["env_id"]).kwargs["domain"]
+    return resolve_problems(
+        domain, None, config["source"], config["split"], config["n"], config["seed"]
+    )
+
+
+def sft_dataset(
+    run_dirs: Sequence[str],
+    filter: str | Callable[[dict], bool] = "helpful_no_leak",
+    decisions: str = "last",
+) -> Any:
+    """A ``datasets.Dataset`` (prompt/completion chat format) from ``intbench eval`` run directories."""
+    from datasets import Dataset
+
+    import intbench.envs  # noqa: F401  (registers the ids used by run_problems)
+    from intbench.runner import load_run
+
+    examples: list[dict] = []
+    for run_dir in run_dirs:
+        examples += sft_examples(load_run(run_dir), run_problems(run_dir), filter, decisions)
+    if not examples:
+        raise ValueError(f"filter {filter!r} selected no teacher decisions in {list(run_dirs)}")
+    return Dataset.from_list(examples)

@@ -1,0 +1,81 @@
+"""One entry point for every training method: :func:`train` runs a :class:`TrainConfig`.
+
+Runs unchanged under ``accelerate launch`` (each process builds the same
+seeded dataset; TRL shards batches; only the main process writes the final
+model).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from intbench.training.config import TrainConfig
+from intbench.training.envpool import EnvPool
+from intbench.training.models import load_policy, save_policy
+
+logger = logging.getLogger(__name__)
+
+FINAL_DIR = "final"
+
+
+def build_trainer(config: TrainConfig) -> Any:
+    """The configured TRL trainer (not yet trained)."""
+    model, tokenizer = load_policy(config.model, config.lora)
+    if config.method == "sft":
+        from trl import SFTConfig, SFTTrainer
+
+        from intbench.training.sft import sft_dataset
+
+        if not config.records:
+            raise ValueError("sft needs 'records': run directories written by intbench eval")
+        dataset = sft_dataset(config.records, config.filter)
+        args = SFTConfig(output_dir=config.output_dir, seed=config.seed, **config.trainer)
+        return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(output_dir=config.output_dir, seed=config.seed, **config.trainer)
+    pool = EnvPool(config.env, config.env_kwargs())
+    if pool.protocol == "monitor":
+        from intbench.training.monitor import MonitorReward, monitor_states
+
+        dataset = monitor_states(
+            pool=pool, states_per_problem=config.states_per_problem, seed=config.seed
+        )
+        return GRPOTrainer(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            reward_funcs=[MonitorReward(pool=pool)],
+        )
+    from intbench.training.feedback import FeedbackRollout, feedback_reward
+
+    rollout = FeedbackRollout(
+        pool=pool, max_turn_tokens=config.max_turn_tokens, temperature=config.temperature
+    )
+    dataset = rollout.dataset(seed=config.seed)
+    return GRPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        reward_funcs=[feedback_reward],
+        rollout_func=rollout,
+    )
+
+
+def train(config: TrainConfig) -> Path:
+    """Train, then save the policy to ``<output_dir>/final`` (loadable as ``hf:<dir>``)."""
+    trainer = build_trainer(config)
+    trainer.train()
+    final = Path(config.output_dir) / FINAL_DIR
+    if trainer.accelerator.is_main_process:
+        save_policy(
+            trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class, final
+        )
+        logger.info("saved the trained policy to %s", final)
+    trainer.accelerator.wait_for_everyone()
+    return final

@@ -1,0 +1,423 @@
+"""Training teachers with TRL: monitor GRPO, multi-turn feedback GRPO, SFT, the CLI."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.records import Problem
+
+pytest.importorskip("trl")
+
+TRACE = "Let us add the numbers step by step. " * 3 + "So the answer is \\boxed{5}."
+
+
+def math_problems(k: int = 4) -> list[Problem]:
+    return [
+        Problem(
+            id=f"t/{i}",
+            domain="math",
+            question=f"What is {i} + 3?",
+            answer=str(i + 3),
+            solution=f"{i} + 3 = {i + 3}, so the answer is \\boxed{{{i + 3}}}.",
+        )
+        for i in range(k)
+    ]
+
+
+def monitor_student() -> ScriptedBackend:
+    """Always answers 5 (right on problem 2 only); after an update, answers the asked sum."""
+
+    def respond(messages):
+        text = messages[-1]["content"]
+        if "<update>" in text:
+            return "Fixed: \\boxed{4}."
+        return TRACE
+
+    return ScriptedBackend(respond)
+
+
+def feedback_student() -> ScriptedBackend:
+    """Wrong on the first try; right once feedback mentions 'carry'."""
+
+    def respond(messages):
+        text = messages[-1]["content"]
+        return "So \\boxed{4}." if "carry" in text else "So \\boxed{99}."
+
+    return ScriptedBackend(respond)
+
+
+@pytest.fixture(autouse=True)
+def _quiet(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    torch.set_num_threads(1)
+
+
+def grpo_args(tmp_path, **extra):
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=12,
+        max_steps=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        temperature=0.7,
+        seed=0,
+        **extra,
+    )
+
+
+def changed_parameters(model, before: dict) -> int:
+    return sum(not torch.equal(p.detach(), before[n]) for n, p in model.named_parameters())
+
+
+def test_monitor_states_rebuild_the_env_prompt_at_the_sampled_increment():
+    from intbench.training import monitor_states
+
+    kwargs = {"student": monitor_student(), "problems": math_problems(), "increment": 40}
+    data = monitor_states("IntBench-Math-v0", kwargs, states_per_problem=3, seed=1)
+    assert len(data) == 12
+    row = data[0]
+    assert row["revealed_chars"] == min(40 * (row["waits"] + 1), len(TRACE))
+    assert TRACE[: row["revealed_chars"]] in row["prompt"][-1]["content"]
+    assert sorted({r["baseline_correct"] for r in data}) == [False, True]
+    assert {r["problem_id"] for r in data if r["baseline_correct"]} == {"t/2"}
+
+
+def test_monitor_reward_scores_parsed_replies_through_the_env():
+    from intbench.training import MonitorReward, monitor_states
+
+    kwargs = {"student": monitor_student(), "problems": math_problems(), "increment": 40}
+    data = monitor_states("IntBench-Math-v0", kwargs, seed=0)
+    reward = MonitorReward("IntBench-Math-v0", kwargs)
+    rows = [data[1], data[1], data[2], data[2], data[1]]  # baseline 5: wrong on 1 (4), right on 2
+    replies = [
+        "Intervene: Yes\nTime: now\nIntervention: check the sum",
+        "Intervene: No\nTime: N/A\nIntervention: N/A",
+        "Intervene: Yes\nTime: now\nIntervention: check the sum",
+        "gibberish",
+        [{"role": "assistant", "content": "Intervene: Yes\nIntervention: recheck"}],
+    ]
+    logged = {}
+    rewards = reward(
+        prompts=[r["prompt"] for r in rows],
+        completions=replies,
+        problem_index=[r["problem_index"] for r in rows],
+        waits=[r["waits"] for r in rows],
+        seed=[r["seed"] for r in rows],
+        log_metric=logged.__setitem__,
+    )
+    # wrong->right +1, wait 0, right->wrong -1, unparsable counts as wait 0, chat-format reply +1
+    assert rewards == [1.0, 0.0, -1.0, 0.0, 1.0]
+    assert logged["monitor/helpfulness"] == pytest.approx(0.2)
+    assert logged["monitor/unparsable"] == pytest.approx(0.2)
+    assert logged["monitor/decided_intervene"] == pytest.approx(0.6)
+
+
+def test_monitor_reward_refuses_a_feedback_env():
+    from intbench.training import MonitorReward
+
+    with pytest.raises(ValueError, match="monitor env"):
+        MonitorReward(
+            "IntBench-Math-Feedback-v0", {"student": monitor_student(), "problems": math_problems()}
+        )
+
+
+def teach_replies(
+    model, tokenizer, prompts: list[list[dict]], replies: list[str], steps: int = 80
+) -> None:
+    """Warm-start a random tiny model to answer ``prompts`` with a mix of ``replies``.
+
+    A random model's replies never parse, so every reward would be equal and
+    GRPO would have no signal; after this it samples each reply sometimes.
+    """
+    torch.manual_seed(0)
+    contexts = [
+        tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=False)
+        for p in prompts[:2]
+    ]
+    pairs = [(c, r + tokenizer.eos_token) for c in contexts for r in replies]
+    ids = [tokenizer(c + r, add_special_tokens=False)["input_ids"] for c, r in pairs]
+    starts = [len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c, _ in pairs]
+    width = max(map(len, ids))
+    input_ids = torch.tensor([x + [tokenizer.pad_token_id] * (width - len(x)) for x in ids])
+    mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
+    labels = input_ids.masked_fill(mask == 0, -100)
+    for row, start in enumerate(starts):
+        labels[row, :start] = -100  # learn the replies, not the prompts
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(steps):
+        loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def tiny_policy(tiny_model_dir, prompts, replies):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    teach_replies(model, tokenizer, prompts, replies)
+    return model, tokenizer
+
+
+class GradientProbe:
+    """A trainer callback that records the gradient norm before each optimizer step."""
+
+    def __init__(self):
+        from transformers import TrainerCallback
+
+        probe = self
+
+        class _Callback(TrainerCallback):
+            def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+                probe.norms.append(
+                    float(
+                        sum(p.grad.norm() ** 2 for p in model.parameters() if p.grad is not None)
+                        ** 0.5
+                    )
+                )
+
+        self.norms: list[float] = []
+        self.callback = _Callback()
+
+
+def test_grpo_two_steps_on_the_monitor_env(tiny_model_dir, tmp_path):
+    from trl import GRPOTrainer
+
+    from intbench.training import monitor_rewards, monitor_states
+
+    kwargs = {"student": monitor_student(), "problems": math_problems(), "increment": 60}
+    dataset = monitor_states("IntBench-Math-v0", kwargs, states_per_problem=2)
+    model, tokenizer = tiny_policy(
+        tiny_model_dir, dataset["prompt"], ["Intervene: Yes\nIntervention: fix", "Intervene: No"]
+    )
+    probe = GradientProbe()
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=monitor_rewards("IntBench-Math-v0", **kwargs),
+        train_dataset=dataset,
+        args=grpo_args(tmp_path),
+        callbacks=[probe.callback],
+    )
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "monitor/helpfulness" in entry]
+    assert len(logs) == 2 and len(probe.norms) == 2
+    # A step whose groups all got equal rewards has no advantage, hence no gradient.
+    assert max(probe.norms) > 0
+    assert [norm > 0 for norm in probe.norms] == [e["frac_reward_zero_std"] < 1 for e in logs]
+    for name in (
+        "baseline_correct",
+        "post_correct",
+        "intervened",
+        "helpfulness",
+        "success",
+        "leaked",
+    ):
+        assert all(f"monitor/{name}" in entry for entry in logs)
+    assert all(entry["monitor/unparsable"] < 1.0 for entry in logs)
+
+
+def test_grpo_two_steps_on_the_feedback_env(tiny_model_dir, tmp_path):
+    from trl import GRPOTrainer
+
+    from intbench.training import FeedbackRollout, feedback_reward
+
+    kwargs = {"student": feedback_student(), "problems": math_problems(), "k_max": 3}
+    rollout = FeedbackRollout("IntBench-Math-Feedback-v0", kwargs, max_turn_tokens=8)
+    dataset = rollout.dataset()
+    model, tokenizer = tiny_policy(
+        tiny_model_dir,
+        dataset["prompt"],
+        ["<feedback>carry the one</feedback>", "<feedback>look again</feedback>"],
+    )
+    probe = GradientProbe()
+    seen = {}
+    original = rollout.__call__
+
+    def spy(prompts, trainer):
+        seen.update(original(prompts, trainer))
+        return seen
+
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=[feedback_reward],
+        train_dataset=dataset,
+        rollout_func=spy,
+        args=grpo_args(tmp_path),
+        callbacks=[probe.callback],
+    )
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "feedback/solved" in entry]
+    assert len(logs) == 2 and len(probe.norms) == 2 and max(probe.norms) > 0
+    assert [norm > 0 for norm in probe.norms] == [e["frac_reward_zero_std"] < 1 for e in logs]
+    assert all("feedback/teacher_turns" in e and "feedback/leaked" in e for e in logs)
+    # The student's tokens are masked: each completion has policy (1) and,
+    # when the episode went on after a turn, env (0) tokens, in matching lengths.
+    for ids, mask, turns in zip(
+        seen["completion_ids"], seen["env_mask"], seen["teacher_turns"], strict=True
+    ):
+        assert len(ids) == len(mask) and 1 <= turns <= 2
+        assert (0 in mask) == (turns > 1)
+        assert "attempt 2" not in tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])
+    unmasked = [
+        tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if not m])
+        for ids, mask in zip(seen["completion_ids"], seen["env_mask"], strict=True)
+    ]
+    assert any("\\boxed{99}" in text for text in unmasked)
+
+
+def test_feedback_rollout_refuses_unknown_prompts_and_monitor_envs():
+    from intbench.training import FeedbackRollout
+
+    with pytest.raises(ValueError, match="feedback env"):
+        FeedbackRollout(
+            "IntBench-Math-v0", {"student": feedback_student(), "problems": math_problems()}
+        )
+    rollout = FeedbackRollout(
+        "IntBench-Math-Feedback-v0", {"student": feedback_student(), "problems": math_problems()}
+    )
+    with pytest.raises(KeyError, match="did not build"):
+        rollout([[{"role": "user", "content": "not from the dataset"}]], trainer=None)
+
+
+def test_config_defaults_overrides_and_typos(tmp_path):
+    from intbench.training import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("method: sft\nn: 5\ntrainer: {max_steps: 3}\n")
+    config = load_config(path, model="hf:x", n=None)
+    assert (config.method, config.n, config.model, config.trainer) == (
+        "sft",
+        5,
+        "hf:x",
+        {"max_steps": 3},
+    )
+    assert config.env_kwargs()["n"] == 5
+    path.write_text("metod: sft\n")
+    with pytest.raises(ValueError, match="unknown config field"):
+        load_config(path)
+    with pytest.raises(ValueError, match="method"):
+        load_config(None, method="ppo")
+    with pytest.raises(FileNotFoundError):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_shipped_configs_load():
+    from pathlib import Path
+
+    import intbench.training
+    from intbench.training import load_config
+
+    folder = Path(intbench.training.__file__).parent / "configs"
+    names = sorted(p.name for p in folder.glob("*.yaml"))
+    assert names == ["feedback_grpo.yaml", "monitor_grpo.yaml", "sft.yaml"]
+    for name in names:
+        load_config(folder / name)
+
+
+def write_eval_run(tmp_path, teacher: str):
+    """A real ``intbench eval`` run with a scripted student and a scripted model teacher."""
+    from intbench.cli import main
+
+    out = tmp_path / "run"
+    code = main(
+        [
+            "eval",
+            "--env",
+            "IntBench-Math-v0",
+            "--teacher",
+            teacher,
+            "--student",
+            "scripted:tests.test_training:eval_student",
+            "-n",
+            "4",
+            "--increment",
+            "60",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    return out
+
+
+def eval_student(messages):
+    """The same trace for every prompt (importable as a scripted spec)."""
+    return TRACE
+
+
+def test_sft_from_eval_records_loads_back_as_a_teacher(tiny_model_dir, tmp_path):
+    from intbench.agents.backends import load_backend
+    from intbench.runner import load_run
+    from intbench.training import load_config, sft_dataset, train
+
+    run = write_eval_run(tmp_path, "always")
+    records = load_run(run)
+    assert records and all(r["intervention"] for r in records)
+    dataset = sft_dataset([str(run)], filter="all")
+    assert len(dataset) == len(records)
+    example = dataset[0]
+    assert example["completion"][0]["content"].startswith("Intervene: Yes")
+    assert "<student_reasoning>" in example["prompt"][-1]["content"]
+    config = load_config(
+        None,
+        method="sft",
+        model=f"hf:{tiny_model_dir}",
+        records=[str(run)],
+        filter="all",
+        output_dir=str(tmp_path / "sft"),
+        trainer={
+            "max_steps": 2,
+            "per_device_train_batch_size": 2,
+            "report_to": [],
+            "use_cpu": True,
+            "save_strategy": "no",
+        },
+    )
+    final = train(config)
+    teacher = load_backend(f"hf:{final}")
+    from intbench.agents.base import SamplingParams
+
+    out = teacher.generate([example["prompt"]], SamplingParams(max_tokens=4, temperature=0.0))
+    assert out[0].error is None
+
+
+def test_sft_filter_selects_and_rejects():
+    from intbench.training.sft import select_records
+
+    base = {"protocol": "monitor", "error": None, "intervention": {"message": "m"}}
+    helpful = {**base, "reward_components": {"helpfulness": 1.0, "leaked": 0.0}}
+    leaked = {**base, "reward_components": {"helpfulness": 1.0, "leaked": 1.0}}
+    harmful = {**base, "reward_components": {"helpfulness": -1.0, "leaked": 0.0}}
+    failed = {**helpful, "error": "grader error"}
+    assert select_records([helpful, leaked, harmful, failed]) == [helpful]
+    assert select_records([helpful, leaked, harmful], "helpful") == [helpful, leaked]
+    with pytest.raises(ValueError, match="unknown filter"):
+        select_records([helpful], "best")
+
+
+def test_cli_rejects_a_bad_config(tmp_path, capsys):
+    import argparse
+
+    from intbench.commands.train import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    path = tmp_path / "bad.yaml"
+    path.write_text("- not a mapping\n")
+    args = parser.parse_args(["train", "grpo", "--config", str(path)])
+    assert args.func(args) == 2
+    assert "must be a mapping" in capsys.readouterr().err
