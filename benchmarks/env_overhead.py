@@ -27,7 +27,9 @@ def main() -> None:
     parser.add_argument("--trace-chars", type=int, default=5000)
     args = parser.parse_args()
 
-    trace = ("We expand the product and collect like terms. " * 200)[: args.trace_chars - 12] + " \\boxed{42}."
+    trace = ("We expand the product and collect like terms. " * 200)[
+        : args.trace_chars - 12
+    ] + " \\boxed{42}."
     student = ScriptedBackend(lambda messages: trace)
     problems = load_problems("math", source="offline", n=50, seed=0)
     with tempfile.TemporaryDirectory() as cache_dir:
@@ -48,7 +50,9 @@ def main() -> None:
                 steps += 1
         total = time.perf_counter() - started
     step_seconds = total - reset_seconds
-    print(f"trace length: {len(trace)} chars, increment 50 -> {steps // args.episodes} steps per episode")
+    print(
+        f"trace length: {len(trace)} chars, increment 50 -> {steps // args.episodes} steps per episode"
+    )
     print(f"episodes: {args.episodes}, wait-steps: {steps}")
     print(f"wait-steps per second (steps only): {steps / step_seconds:,.0f}")
     print(f"wait-steps per second (including resets from cache): {steps / total:,.0f}")

@@ -21,7 +21,9 @@ from intbench.envs.common import shared_backend
 from intbench.runner import RunConfig, run_eval
 
 
-def timed_run(n: int, concurrency: int, max_tokens: int, spec: str, workdir: str) -> tuple[float, int]:
+def timed_run(
+    n: int, concurrency: int, max_tokens: int, spec: str, workdir: str
+) -> tuple[float, int]:
     os.environ["INTBENCH_CACHE"] = os.path.join(workdir, f"cache-{concurrency}")
     config = RunConfig(
         env_id="IntBench-Math-v0",
@@ -33,7 +35,9 @@ def timed_run(n: int, concurrency: int, max_tokens: int, spec: str, workdir: str
     student = shared_backend(spec)  # loaded once per process, shared by both runs
     tokens_before = student.usage.completion_tokens
     started = time.perf_counter()
-    result = run_eval(config, os.path.join(workdir, f"run-{concurrency}"), concurrency=concurrency, progress=False)
+    result = run_eval(
+        config, os.path.join(workdir, f"run-{concurrency}"), concurrency=concurrency, progress=False
+    )
     seconds = time.perf_counter() - started
     assert len(result.episodes) == n
     return seconds, student.usage.completion_tokens - tokens_before
@@ -44,11 +48,15 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=192)
-    parser.add_argument("--runtime", choices=["hf", "llamacpp"], default=None, help="default: what smollm2 picks")
+    parser.add_argument(
+        "--runtime", choices=["hf", "llamacpp"], default=None, help="default: what smollm2 picks"
+    )
     args = parser.parse_args()
     spec = f"smollm2?runtime={args.runtime}" if args.runtime else "smollm2"
     student = shared_backend(spec)
-    print(f"student: {spec} via {type(student).__name__}; {args.n} episodes; student max_tokens {args.max_tokens}")
+    print(
+        f"student: {spec} via {type(student).__name__}; {args.n} episodes; student max_tokens {args.max_tokens}"
+    )
     with tempfile.TemporaryDirectory() as workdir:
         rows = []
         for concurrency in (1, args.concurrency):

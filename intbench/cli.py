@@ -42,7 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("interrupted; finished episodes are saved, re-run the command to resume", file=sys.stderr)
+        print(
+            "interrupted; finished episodes are saved, re-run the command to resume",
+            file=sys.stderr,
+        )
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()

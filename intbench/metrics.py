@@ -108,7 +108,11 @@ def _baseline_correct(episode: dict) -> bool:
 def _applied(episode: dict) -> dict | None:
     """The intervention if it was applied (not excluded), else None."""
     intervention = episode.get("intervention")
-    if intervention and not intervention.get("excluded") and intervention.get("tau_abs") is not None:
+    if (
+        intervention
+        and not intervention.get("excluded")
+        and intervention.get("tau_abs") is not None
+    ):
         return intervention
     return None
 
@@ -135,16 +139,32 @@ def tau_rel(episodes: list[dict]) -> float:
 
 def helpfulness(episodes: list[dict]) -> float:
     return _mean(
-        [float(_post_correct(i)) - float(_baseline_correct(e)) for e in episodes if (i := _applied(e))]
+        [
+            float(_post_correct(i)) - float(_baseline_correct(e))
+            for e in episodes
+            if (i := _applied(e))
+        ]
     )
 
 
 def wrong_to_right(episodes: list[dict]) -> float:
-    return _mean([float(_post_correct(i)) for e in episodes if (i := _applied(e)) and not _baseline_correct(e)])
+    return _mean(
+        [
+            float(_post_correct(i))
+            for e in episodes
+            if (i := _applied(e)) and not _baseline_correct(e)
+        ]
+    )
 
 
 def right_to_wrong(episodes: list[dict]) -> float:
-    return _mean([float(not _post_correct(i)) for e in episodes if (i := _applied(e)) and _baseline_correct(e)])
+    return _mean(
+        [
+            float(not _post_correct(i))
+            for e in episodes
+            if (i := _applied(e)) and _baseline_correct(e)
+        ]
+    )
 
 
 MONITOR_METRICS: dict[str, Callable[[list[dict]], float]] = {
@@ -169,7 +189,9 @@ def monitor_summary(episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) 
     summary["n_interventions"] = sum(1 for e in usable if e.get("intervention"))
     summary["n_excluded"] = sum(1 for e in usable if (e.get("intervention") or {}).get("excluded"))
     summary["leak_rate"] = bootstrap(
-        groups, lambda es: _mean([float(e["intervention"]["leaked"]) for e in es if e.get("intervention")]), samples
+        groups,
+        lambda es: _mean([float(e["intervention"]["leaked"]) for e in es if e.get("intervention")]),
+        samples,
     )
     return summary
 
@@ -182,7 +204,15 @@ def acc_at_k(episodes: list[dict], k_max: int) -> list[float]:
         return [math.nan] * k_max
     per_problem = []
     for runs in groups.values():
-        solved = np.array([[float(r.get("solved_at") is not None and r["solved_at"] <= k) for k in range(1, k_max + 1)] for r in runs])
+        solved = np.array(
+            [
+                [
+                    float(r.get("solved_at") is not None and r["solved_at"] <= k)
+                    for k in range(1, k_max + 1)
+                ]
+                for r in runs
+            ]
+        )
         per_problem.append(solved.mean(axis=0))
     return [float(v) for v in np.mean(per_problem, axis=0)]
 
@@ -210,7 +240,9 @@ def _k_max(episodes: list[dict]) -> int:
     return values.pop() if values else 1
 
 
-def feedback_summary(episodes: Iterable[dict], k_max: int | None = None, samples: int = BOOTSTRAP_SAMPLES) -> dict:
+def feedback_summary(
+    episodes: Iterable[dict], k_max: int | None = None, samples: int = BOOTSTRAP_SAMPLES
+) -> dict:
     """acc@k curve and its summaries for one group of feedback episodes, with CIs."""
     usable, errors = split_errors(episodes)
     k = k_max or _k_max(usable)
@@ -233,7 +265,9 @@ def feedback_summary(episodes: Iterable[dict], k_max: int | None = None, samples
         summary[name] = bootstrap(groups, fn, samples)
     summary["leak_rate"] = bootstrap(
         groups,
-        lambda es: _mean([float(f["leaked"]) for e in es for f in e.get("feedback", []) if f.get("message")]),
+        lambda es: _mean(
+            [float(f["leaked"]) for e in es for f in e.get("feedback", []) if f.get("message")]
+        ),
         samples,
     )
     return summary
@@ -252,7 +286,9 @@ def r_squared(y: np.ndarray, design: np.ndarray) -> float:
 
 def _dummies(labels: Sequence[str]) -> np.ndarray:
     levels = sorted(set(labels))[1:]  # drop one level: the intercept carries it
-    return np.array([[float(label == level) for level in levels] for label in labels]).reshape(len(labels), len(levels))
+    return np.array([[float(label == level) for level in levels] for label in labels]).reshape(
+        len(labels), len(levels)
+    )
 
 
 def fixed_effects(pairs: dict[tuple[str, str], float]) -> dict[str, float]:

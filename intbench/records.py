@@ -94,7 +94,9 @@ class Verdict:
 
     def __post_init__(self) -> None:
         if self.status not in VERDICT_STATUSES:
-            raise ValueError(f"verdict status must be one of {VERDICT_STATUSES}, got {self.status!r}")
+            raise ValueError(
+                f"verdict status must be one of {VERDICT_STATUSES}, got {self.status!r}"
+            )
 
     @property
     def correct(self) -> bool:

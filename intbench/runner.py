@@ -127,7 +127,11 @@ def prepare_dir(config: RunConfig, out_dir: Path) -> None:
     if path.exists():
         saved = json.loads(path.read_text(encoding="utf-8"))
         if saved != json.loads(json.dumps(wanted)):
-            diffs = [f"{k}: {saved.get(k)!r} -> {wanted.get(k)!r}" for k in sorted(set(saved) | set(wanted)) if saved.get(k) != wanted.get(k)]
+            diffs = [
+                f"{k}: {saved.get(k)!r} -> {wanted.get(k)!r}"
+                for k in sorted(set(saved) | set(wanted))
+                if saved.get(k) != wanted.get(k)
+            ]
             raise ConfigMismatchError(
                 f"{out_dir} holds a run with a different configuration ({'; '.join(diffs)}). "
                 "Use another --out directory, or delete this one to start over."
@@ -188,7 +192,10 @@ def run_eval(
                 [
                     envs[slot].reset_flow(
                         seed=episode_seed(config, key),
-                        options={"problem_index": int(key.split(":")[0]), "student_seed": config.seed + int(key.split(":")[1])},
+                        options={
+                            "problem_index": int(key.split(":")[0]),
+                            "student_seed": config.seed + int(key.split(":")[1]),
+                        },
                     )
                     for slot, key in starting
                 ],
@@ -199,13 +206,19 @@ def run_eval(
                 active[slot] = {"key": key, "obs": obs, "info": info, "step": 0}
             slots = sorted(active)
             seeds = [episode_seed(config, active[s]["key"]) + active[s]["step"] for s in slots]
-            actions = teacher.act(slots, [(active[s]["obs"], active[s]["info"]) for s in slots], seeds)
-            results = flows.run_flows([envs[s].step_flow(a) for s, a in zip(slots, actions, strict=True)], executor)
+            actions = teacher.act(
+                slots, [(active[s]["obs"], active[s]["info"]) for s in slots], seeds
+            )
+            results = flows.run_flows(
+                [envs[s].step_flow(a) for s, a in zip(slots, actions, strict=True)], executor
+            )
             for slot, (obs, _, terminated, truncated, info) in zip(slots, results, strict=True):
                 state = active[slot]
                 state.update(obs=obs, info=info, step=state["step"] + 1)
                 if terminated or truncated:
-                    record = _finish_record(envs[slot].last_episode, config, state["key"], teacher, slot)
+                    record = _finish_record(
+                        envs[slot].last_episode, config, state["key"], teacher, slot
+                    )
                     log.append(record)
                     if on_episode:
                         on_episode(record)
@@ -224,7 +237,13 @@ def _make_env(config: RunConfig):
     import intbench.envs  # noqa: F401  (registers the ids)
 
     kwargs = dict(config.env_options)
-    kwargs.update(student=config.student, source=config.source, split=config.split, n=config.n, data_seed=config.seed)
+    kwargs.update(
+        student=config.student,
+        source=config.source,
+        split=config.split,
+        n=config.n,
+        data_seed=config.seed,
+    )
     if config.judge:
         kwargs["judge"] = config.judge
     return gym.make(config.env_id, **kwargs).unwrapped

@@ -51,7 +51,9 @@ class PolicyTeacher:
     def reset(self, slot: int) -> None:
         self._policies[slot] = make_policy(self.spec)
 
-    def act(self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]) -> list[Any]:
+    def act(
+        self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]
+    ) -> list[Any]:
         actions = []
         for slot, (obs, info) in zip(slots, steps, strict=True):
             if self.protocol != "monitor":
@@ -71,12 +73,20 @@ class PolicyTeacher:
 class ModelTeacher:
     """A language model prompted with ``info["messages"]``; replies parsed per protocol."""
 
-    def __init__(self, backend: ChatBackend, protocol: str, condition: str | None, sampling: SamplingParams | None = None):
+    def __init__(
+        self,
+        backend: ChatBackend,
+        protocol: str,
+        condition: str | None,
+        sampling: SamplingParams | None = None,
+    ):
         self.backend = backend
         self.spec = getattr(backend, "spec", type(backend).__name__)
         self.protocol = protocol
         self.condition = condition
-        self.sampling = sampling or (MONITOR_SAMPLING if protocol == "monitor" else FEEDBACK_SAMPLING)
+        self.sampling = sampling or (
+            MONITOR_SAMPLING if protocol == "monitor" else FEEDBACK_SAMPLING
+        )
         self.outputs: dict[int, list[str]] = {}
         self.tokens: dict[int, list[int]] = {}
 
@@ -84,7 +94,9 @@ class ModelTeacher:
         self.outputs[slot] = []
         self.tokens[slot] = [0, 0]
 
-    def act(self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]) -> list[Any]:
+    def act(
+        self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]
+    ) -> list[Any]:
         actions: list[Any] = [{"intervene": 0, "message": ""}] * len(steps)
         asking = [i for i, (_, info) in enumerate(steps) if info.get("messages")]
         if not asking:
@@ -121,11 +133,21 @@ class ModelTeacher:
             decision = parse_monitor_decision(text)
             extra = {}
         if decision.error:
-            return {"intervene": 0, "message": "", "error": f"unparsable teacher reply: {decision.error}"}
-        return {"intervene": int(bool(decision.intervene)), "message": decision.message or "", **extra}
+            return {
+                "intervene": 0,
+                "message": "",
+                "error": f"unparsable teacher reply: {decision.error}",
+            }
+        return {
+            "intervene": int(bool(decision.intervene)),
+            "message": decision.message or "",
+            **extra,
+        }
 
 
-def make_teacher(spec: str, protocol: str, condition: str | None, sampling: SamplingParams | None = None):
+def make_teacher(
+    spec: str, protocol: str, condition: str | None, sampling: SamplingParams | None = None
+):
     """A teacher from its spec: a policy name or any model spec (``hf:``, ``openai:``, ...)."""
     if is_policy_spec(spec):
         return PolicyTeacher(spec, protocol, condition)

@@ -65,7 +65,11 @@ def test_right_on_attempt_three_ends_at_step_three():
     record = info["episode"]
     assert record["solved_at"] == 3 and len(record["attempts"]) == 3
     assert [f["message"] for f in record["feedback"]] == ["Check 17*3 again."] * 2
-    assert [a["verdict"]["status"] for a in record["attempts"]] == ["incorrect", "incorrect", "correct"]
+    assert [a["verdict"]["status"] for a in record["attempts"]] == [
+        "incorrect",
+        "incorrect",
+        "correct",
+    ]
 
 
 def test_k_max_ends_unsolved_and_auc_reward():
@@ -90,12 +94,21 @@ def test_history_controls_what_student_and_teacher_see():
     student_h3, teacher_h3 = seen[3]
     # the prompt of attempt 5 shows attempt 4 (h=1) or attempts 2..4 (h=3), with their feedback
     assert "\\boxed{44}" in student_h1 and "\\boxed{43}" not in student_h1
-    assert all(f"\\boxed{{{v}}}" in student_h3 for v in (42, 43, 44)) and "\\boxed{41}" not in student_h3
+    assert (
+        all(f"\\boxed{{{v}}}" in student_h3 for v in (42, 43, 44))
+        and "\\boxed{41}" not in student_h3
+    )
     assert "hint number 4" in student_h1 and "hint number 3" not in student_h1
-    assert all(f"hint number {k}" in student_h3 for k in (2, 3, 4)) and "hint number 1" not in student_h3
+    assert (
+        all(f"hint number {k}" in student_h3 for k in (2, 3, 4))
+        and "hint number 1" not in student_h3
+    )
     # the teacher, after attempt 5: that attempt alone (h=1) or with the two before it (h=3)
     assert "\\boxed{45}" in teacher_h1 and "\\boxed{44}" not in teacher_h1
-    assert all(f"\\boxed{{{v}}}" in teacher_h3 for v in (43, 44, 45)) and "\\boxed{42}" not in teacher_h3
+    assert (
+        all(f"\\boxed{{{v}}}" in teacher_h3 for v in (43, 44, 45))
+        and "\\boxed{42}" not in teacher_h3
+    )
     # the original task is always kept
     assert all(PROBLEM.question in text for pair in seen.values() for text in pair)
 
@@ -152,7 +165,10 @@ CODE_PROBLEM = Problem(
     domain="codeforces",
     question="Read n and print n+1.",
     solution="print(int(input()) + 1)",
-    tests={"kind": "stdio", "cases": [{"input": "1\n", "output": "2\n"}, {"input": "5\n", "output": "6\n"}]},
+    tests={
+        "kind": "stdio",
+        "cases": [{"input": "1\n", "output": "2\n"}, {"input": "5\n", "output": "6\n"}],
+    },
 )
 
 
@@ -168,7 +184,10 @@ CODE_PROBLEM = Problem(
 def test_execution_context_modes_reach_the_teacher(mode, expect):
     student = ScriptedBackend(lambda m: "```python\nn = int(input())\nprint(n // 0)\n```")
     env = gym.make(
-        "IntBench-Codeforces-Feedback-v0", student=student, problems=[CODE_PROBLEM], execution_context=mode
+        "IntBench-Codeforces-Feedback-v0",
+        student=student,
+        problems=[CODE_PROBLEM],
+        execution_context=mode,
     )
     env.reset(seed=0)
     obs, _, _, _, info = env.step(0)
@@ -184,7 +203,12 @@ def test_all_feedback_ids_pass_check_env():
 
     for env_id in all_env_ids("feedback"):
         domain = gym.spec(env_id).kwargs["domain"]
-        env = gym.make(env_id, student=ScriptedBackend(lambda m: "Answer: x"), problems=[_problem_for(domain)], k_max=3)
+        env = gym.make(
+            env_id,
+            student=ScriptedBackend(lambda m: "Answer: x"),
+            problems=[_problem_for(domain)],
+            k_max=3,
+        )
         check_env(env.unwrapped, skip_render_check=True)
 
 
@@ -213,7 +237,9 @@ def test_offline_run_with_embedded_student(tmp_path):
         env.reset(seed=0, options={"problem_index": i})
         done = False
         while not done:
-            _, _, done, _, _ = env.step({"intervene": 1, "message": "Check each step and box the answer."})
+            _, _, done, _, _ = env.step(
+                {"intervene": 1, "message": "Check each step and box the answer."}
+            )
         records.append(env.unwrapped.last_episode)
     assert len({r.problem_id for r in records}) == 20
     for record in records:

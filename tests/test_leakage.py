@@ -10,9 +10,16 @@ from intbench.verifiers.leakage import answer_leaked
 MATH = Problem(id="m", domain="math", question="q", answer="\\frac{1}{2}")
 NUMBER = Problem(id="n", domain="math", question="q", answer="3")
 TEXT = Problem(id="t", domain="linguini", question="q", answer="Kata mirel dosu")
-TEASER = Problem(id="b", domain="brainteaser", question="q", answer="a piano", fields={"aliases": ["piano"]})
+TEASER = Problem(
+    id="b", domain="brainteaser", question="q", answer="a piano", fields={"aliases": ["piano"]}
+)
 ARC = Problem(id="a", domain="arc", question="q", answer=[[[1, 2], [3, 4]]])
-CODE = Problem(id="c", domain="codeforces", question="q", solution="def add(a, b):\n    return sorted(set(a) | set(b))\n")
+CODE = Problem(
+    id="c",
+    domain="codeforces",
+    question="q",
+    solution="def add(a, b):\n    return sorted(set(a) | set(b))\n",
+)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,9 @@ import pytest
 from intbench import metrics
 
 
-def monitor_episode(pid, baseline_ok, tau=None, total=None, post_ok=None, excluded=None, error=None):
+def monitor_episode(
+    pid, baseline_ok, tau=None, total=None, post_ok=None, excluded=None, error=None
+):
     intervention = None
     if tau is not None or excluded:
         intervention = {
@@ -19,7 +21,9 @@ def monitor_episode(pid, baseline_ok, tau=None, total=None, post_ok=None, exclud
             "tau_rel": None if excluded else tau / total,
             "excluded": excluded,
             "leaked": False,
-            "attempt": None if excluded else {"verdict": {"status": "correct" if post_ok else "incorrect"}},
+            "attempt": None
+            if excluded
+            else {"verdict": {"status": "correct" if post_ok else "incorrect"}},
         }
     return {
         "problem_id": pid,
@@ -55,14 +59,22 @@ def test_monitor_metrics_hand_computed():
 
 
 def test_monitor_without_interventions_is_nan_not_zero():
-    s = metrics.monitor_summary([monitor_episode("a", True), monitor_episode("b", False)], samples=50)
+    s = metrics.monitor_summary(
+        [monitor_episode("a", True), monitor_episode("b", False)], samples=50
+    )
     assert s["phi"].value == 0.0
     assert math.isnan(s["tau_rel"].value) and math.isnan(s["H"].value)
     assert str(s["H"]) == "n/a"
 
 
 def feedback_episode(pid, solved_at, k_max=3, error=None):
-    return {"problem_id": pid, "solved_at": solved_at, "config": {"k_max": k_max}, "feedback": [], "error": error}
+    return {
+        "problem_id": pid,
+        "solved_at": solved_at,
+        "config": {"k_max": k_max},
+        "feedback": [],
+        "error": error,
+    }
 
 
 FEEDBACK = [
@@ -94,7 +106,9 @@ def test_normalized_gain_is_zero_when_everything_is_solved_first():
 
 def test_mixed_k_max_is_refused():
     with pytest.raises(ValueError, match="k_max"):
-        metrics.feedback_summary([feedback_episode("A", 1, k_max=3), feedback_episode("B", 1, k_max=5)])
+        metrics.feedback_summary(
+            [feedback_episode("A", 1, k_max=3), feedback_episode("B", 1, k_max=5)]
+        )
 
 
 def test_fixed_effects_hand_computed():
@@ -109,7 +123,9 @@ def test_fixed_effects_hand_computed():
 
 def test_spearman_and_inversions_hand_computed():
     assert metrics.spearman([1, 2, 3], [3, 1, 2]) == pytest.approx(-0.5)
-    assert metrics.spearman([1, 2, 3, 4], [10, 20, 20, 30]) == pytest.approx(0.9486832980505138)  # ties
+    assert metrics.spearman([1, 2, 3, 4], [10, 20, 20, 30]) == pytest.approx(
+        0.9486832980505138
+    )  # ties
     assert math.isnan(metrics.spearman([1, 2], [5, 5]))
     solo = {"t1": 0.2, "t2": 0.5, "t3": 0.9}
     auc = {("s", "t1"): 0.6, ("s", "t2"): 0.4, ("s", "t3"): 0.5}

@@ -32,7 +32,9 @@ def math_problems(k: int = 4) -> list[Problem]:
     ]
 
 
-def fixed_student(baseline: str = TRACE, continuation: str = "Fixed it: \\boxed{5}.") -> ScriptedBackend:
+def fixed_student(
+    baseline: str = TRACE, continuation: str = "Fixed it: \\boxed{5}."
+) -> ScriptedBackend:
     """Baseline prompts get ``baseline``; prompts with a teacher update get ``continuation``."""
 
     def respond(messages):
@@ -79,7 +81,9 @@ def test_intervention_at_half_records_tau_and_reward():
     done = False
     while not done:
         crossing = info["revealed_chars"] >= total / 2
-        obs, reward, done, _, info = env.step({"intervene": int(crossing), "message": "Double-check the sum."})
+        obs, reward, done, _, info = env.step(
+            {"intervene": int(crossing), "message": "Double-check the sum."}
+        )
     inter = info["episode"]["intervention"]
     assert inter["tau_rel"] == pytest.approx(0.5, abs=50 / total)
     assert inter["tau_abs"] == inter["position"]
@@ -113,7 +117,14 @@ def test_reward_presets_and_leak_flag():
 def test_malformed_actions_are_waits():
     env = make()
     env.reset(seed=0)
-    for bad in ["yes", {"intervene": 7}, {"intervene": 1, "message": "   "}, {"intervene": "x"}, None, 3.5]:
+    for bad in [
+        "yes",
+        {"intervene": 7},
+        {"intervene": 1, "message": "   "},
+        {"intervene": "x"},
+        None,
+        3.5,
+    ]:
         obs, reward, done, _, info = env.step(bad)
         assert not done and reward == 0.0
         assert info["action_error"]
@@ -147,7 +158,9 @@ def test_oracle_quote_exclusions(quote, stage, excluded):
     env = make(condition="oracle")
     obs, _ = env.reset(seed=0, options={"problem_index": 0})
     assert obs["transcript"] == TRACE and obs["verdict"] == 0 and obs["student_answer"] == "5"
-    _, reward, done, _, info = env.step({"intervene": 1, "message": "Look again.", "quote": quote, "position": -1})
+    _, reward, done, _, info = env.step(
+        {"intervene": 1, "message": "Look again.", "quote": quote, "position": -1}
+    )
     inter = info["episode"]["intervention"]
     assert done and inter["excluded"] == excluded and inter["attempt"] is None and reward == 0.0
     if stage:
@@ -157,16 +170,30 @@ def test_oracle_quote_exclusions(quote, stage, excluded):
 @pytest.mark.parametrize(
     "trace,quote,stage",
     [
-        ("We start. Then we compute seven times six here. \\boxed{42}", "we compute seven times six", "exact"),
-        ("We start. Then We Compute Seven Times six here. \\boxed{42}", "we compute seven times six", "case_insensitive"),
-        ("We start. Then we compute\nseven   times six here. \\boxed{42}", "we compute seven times six", "flexible_whitespace"),
+        (
+            "We start. Then we compute seven times six here. \\boxed{42}",
+            "we compute seven times six",
+            "exact",
+        ),
+        (
+            "We start. Then We Compute Seven Times six here. \\boxed{42}",
+            "we compute seven times six",
+            "case_insensitive",
+        ),
+        (
+            "We start. Then we compute\nseven   times six here. \\boxed{42}",
+            "we compute seven times six",
+            "flexible_whitespace",
+        ),
     ],
 )
 def test_oracle_quote_stages_apply_the_intervention(trace, quote, stage):
     problem = Problem(id="q", domain="math", question="6*7?", answer="42", solution="\\boxed{42}")
     env = make(condition="oracle", student=fixed_student(trace, "\\boxed{42}"), problems=[problem])
     env.reset(seed=0)
-    _, reward, _, _, info = env.step({"intervene": 1, "message": "Careful.", "quote": quote, "position": -1})
+    _, reward, _, _, info = env.step(
+        {"intervene": 1, "message": "Careful.", "quote": quote, "position": -1}
+    )
     inter = info["episode"]["intervention"]
     assert inter["quote_stage"] == stage and inter["excluded"] is None
     assert trace[: inter["position"]].endswith("six")
@@ -202,7 +229,11 @@ def test_all_ids_pass_check_env():
     for env_id in all_env_ids("monitor"):
         domain = gym.spec(env_id).kwargs["domain"]
         problem = _problem_for(domain)
-        env = gym.make(env_id, student=fixed_student("Some reasoning here. " * 5 + "Answer: x"), problems=[problem])
+        env = gym.make(
+            env_id,
+            student=fixed_student("Some reasoning here. " * 5 + "Answer: x"),
+            problems=[problem],
+        )
         check_env(env.unwrapped, skip_render_check=True)
         assert env.unwrapped.domain == domain
 
@@ -216,7 +247,9 @@ def _problem_for(domain: str) -> Problem:
         answer=[[[1]]] if domain == "arc" else "x",
         solution="print(int(input()) + 1)",
         tests=tests if domain in ("codeforces", "debug") else None,
-        fields={"train": [{"input": [[0]], "output": [[1]]}], "test_inputs": [[[0]]]} if domain == "arc" else {},
+        fields={"train": [{"input": [[0]], "output": [[1]]}], "test_inputs": [[[0]]]}
+        if domain == "arc"
+        else {},
     )
 
 
@@ -230,7 +263,9 @@ def test_sync_and_batched_vector_envs_agree():
 
     kwargs = dict(student=ScriptedBackend(respond), problems=problems)
     sync = gym.make_vec("IntBench-Math-v0", num_envs=3, vectorization_mode="sync", **kwargs)
-    batched = gym.make_vec("IntBench-Math-v0", num_envs=3, vectorization_mode="vector_entry_point", **kwargs)
+    batched = gym.make_vec(
+        "IntBench-Math-v0", num_envs=3, vectorization_mode="vector_entry_point", **kwargs
+    )
     obs_s, _ = sync.reset(seed=5)
     obs_b, _ = batched.reset(seed=5)
     assert obs_s["transcript"] == obs_b["transcript"]
@@ -283,6 +318,12 @@ def test_student_failure_is_recorded_not_raised():
 
 
 def test_bad_options_fail_at_construction():
-    for bad in ({"condition": "x"}, {"post": "y"}, {"increment": 0}, {"increment": "tokens:x"}, {"teacher_prompt": "z"}):
+    for bad in (
+        {"condition": "x"},
+        {"post": "y"},
+        {"increment": 0},
+        {"increment": "tokens:x"},
+        {"teacher_prompt": "z"},
+    ):
         with pytest.raises(ValueError):
             make(**bad)

@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SLOW = "scripted:tests.scripted_students:slow"
 
 
-def eval_cmd(out: Path, student: str = SLOW, teacher: str = "at:0.5", n: int = 12, extra=()) -> list[str]:
+def eval_cmd(
+    out: Path, student: str = SLOW, teacher: str = "at:0.5", n: int = 12, extra=()
+) -> list[str]:
     return [
         sys.executable, "-m", "intbench.cli", "eval", "--env", "IntBench-Math-v0",
         "--teacher", teacher, "--student", student, "-n", str(n), "--repeats", "2",
@@ -56,7 +58,13 @@ def test_killed_runs_resume_to_the_uninterrupted_result(tmp_path, env_vars):
     out = tmp_path / "interrupted"
     rng = random.Random(0)
     for sig in [signal.SIGINT, signal.SIGKILL, signal.SIGINT, signal.SIGKILL, signal.SIGKILL]:
-        proc = subprocess.Popen(eval_cmd(out), env=env_vars, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            eval_cmd(out),
+            env=env_vars,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(1.5, 4.0))
         proc.send_signal(sig)
         proc.wait(timeout=60)
@@ -69,7 +77,9 @@ def test_killed_runs_resume_to_the_uninterrupted_result(tmp_path, env_vars):
 
 def test_partial_last_line_is_repaired(tmp_path, monkeypatch):
     monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
-    config = RunConfig(env_id="IntBench-Math-v0", teacher="never", student="scripted:text=\\boxed{1}", n=3)
+    config = RunConfig(
+        env_id="IntBench-Math-v0", teacher="never", student="scripted:text=\\boxed{1}", n=3
+    )
     out = tmp_path / "run"
     run_eval(config, out, concurrency=2, progress=False)
     path = out / "episodes.jsonl"
@@ -83,13 +93,24 @@ def test_partial_last_line_is_repaired(tmp_path, monkeypatch):
 
 def test_changed_config_is_refused(tmp_path, env_vars):
     out = tmp_path / "run"
-    first = subprocess.run(eval_cmd(out, n=2), env=env_vars, cwd=ROOT, capture_output=True, text=True)
+    first = subprocess.run(
+        eval_cmd(out, n=2), env=env_vars, cwd=ROOT, capture_output=True, text=True
+    )
     assert first.returncode == 0, first.stderr
-    second = subprocess.run(eval_cmd(out, n=2, teacher="never"), env=env_vars, cwd=ROOT, capture_output=True, text=True)
+    second = subprocess.run(
+        eval_cmd(out, n=2, teacher="never"), env=env_vars, cwd=ROOT, capture_output=True, text=True
+    )
     assert second.returncode == 2
-    assert "different configuration" in second.stderr and "teacher: 'at:0.5' -> 'never'" in second.stderr
+    assert (
+        "different configuration" in second.stderr
+        and "teacher: 'at:0.5' -> 'never'" in second.stderr
+    )
     with pytest.raises(ConfigMismatchError):
-        run_eval(RunConfig(env_id="IntBench-Math-v0", teacher="never", student=SLOW, n=5), out, progress=False)
+        run_eval(
+            RunConfig(env_id="IntBench-Math-v0", teacher="never", student=SLOW, n=5),
+            out,
+            progress=False,
+        )
 
 
 def test_failed_episodes_are_recorded_then_retried(tmp_path, monkeypatch):
@@ -98,7 +119,12 @@ def test_failed_episodes_are_recorded_then_retried(tmp_path, monkeypatch):
     marker = tmp_path / "flaky"
     marker.write_text(problems[1].question[:40])
     monkeypatch.setenv("INTBENCH_TEST_FLAKY", str(marker))
-    config = RunConfig(env_id="IntBench-Math-v0", teacher="never", student="scripted:tests.scripted_students:flaky", n=4)
+    config = RunConfig(
+        env_id="IntBench-Math-v0",
+        teacher="never",
+        student="scripted:tests.scripted_students:flaky",
+        n=4,
+    )
     out = tmp_path / "run"
     first = run_eval(config, out, concurrency=2, progress=False)
     failed = [e for e in first.episodes if e["error"]]

@@ -65,7 +65,9 @@ def saved_analysis_tables(run_dirs: Iterable[Path], samples: int) -> list[Table]
     for run in map(Path, run_dirs):
         folder = run / "analysis"
         if (folder / "leakage.jsonl").exists():
-            tables.append(leakage_table(leakage_summary(read_jsonl(folder / "leakage.jsonl"), samples)))
+            tables.append(
+                leakage_table(leakage_summary(read_jsonl(folder / "leakage.jsonl"), samples))
+            )
         if (folder / "categorized.jsonl").exists() and (folder / "categories.json").exists():
             taxonomy = load_taxonomy(folder / "categories.json")
             tables.append(category_table(read_jsonl(folder / "categorized.jsonl"), taxonomy))

@@ -34,9 +34,17 @@ def add_parser(subparsers) -> None:
         "Re-running the same command resumes the run in --out.",
     )
     _common(run)
-    run.add_argument("--teacher", required=True, help="policy (never, always, at:0.5, random:0.1, oracle) or model spec")
-    run.add_argument("--student", default="smollm2", help="student model spec (default: the embedded smollm2)")
-    run.add_argument("--out", required=True, type=Path, help="run directory (episodes.jsonl, config.json)")
+    run.add_argument(
+        "--teacher",
+        required=True,
+        help="policy (never, always, at:0.5, random:0.1, oracle) or model spec",
+    )
+    run.add_argument(
+        "--student", default="smollm2", help="student model spec (default: the embedded smollm2)"
+    )
+    run.add_argument(
+        "--out", required=True, type=Path, help="run directory (episodes.jsonl, config.json)"
+    )
     run.set_defaults(func=_eval)
 
     grid = subparsers.add_parser(
@@ -53,18 +61,28 @@ def add_parser(subparsers) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", required=True, help="env id, e.g. IntBench-Math-v0 or IntBench-Math-Feedback-v0")
-    parser.add_argument("--judge", default=None, help="model spec of an LLM judge (default: the domain verifier)")
+    parser.add_argument(
+        "--env", required=True, help="env id, e.g. IntBench-Math-v0 or IntBench-Math-Feedback-v0"
+    )
+    parser.add_argument(
+        "--judge", default=None, help="model spec of an LLM judge (default: the domain verifier)"
+    )
     parser.add_argument("-n", type=int, default=10, help="number of problems (default 10)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--source", default="offline", help="offline, hub, or a local file in the hub schema")
+    parser.add_argument(
+        "--source", default="offline", help="offline, hub, or a local file in the hub schema"
+    )
     parser.add_argument("--split", default=None)
-    parser.add_argument("--max-tokens", type=int, default=None, help="student generation budget per call")
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="student generation budget per call"
+    )
     parser.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
     parser.add_argument("--no-progress", action="store_true")
     for name in ENV_FLAGS:
-        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=argparse.SUPPRESS)
+        parser.add_argument(
+            f"--{name.replace('_', '-')}", dest=name, default=None, help=argparse.SUPPRESS
+        )
     parser.add_argument(
         "--env-option",
         action="append",
@@ -83,7 +101,15 @@ def env_options(args) -> dict:
             options[name] = convert(value)
     if "increment" in options and options["increment"].isdigit():
         options["increment"] = int(options["increment"])
-    for item in args.env_option:
+    return parse_env_option_items(args.env_option, args.max_tokens, options)
+
+
+def parse_env_option_items(
+    items: list[str], max_tokens: int | None = None, options: dict | None = None
+) -> dict:
+    """``--env-option KEY=VALUE`` items (values parsed as JSON when they can be) -> env options."""
+    options = dict(options or {})
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"--env-option needs KEY=VALUE, got {item!r}")
@@ -91,8 +117,8 @@ def env_options(args) -> dict:
             options[key] = json.loads(value)
         except ValueError:
             options[key] = value
-    if args.max_tokens:
-        options.setdefault("student_sampling", {})["max_tokens"] = args.max_tokens
+    if max_tokens:
+        options.setdefault("student_sampling", {})["max_tokens"] = max_tokens
     return options
 
 
@@ -117,7 +143,9 @@ def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
     except ConfigMismatchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
-    print(f"{out}: {result.ran} episode(s) run, {result.skipped} already done, {result.seconds:.1f} s")
+    print(
+        f"{out}: {result.ran} episode(s) run, {result.skipped} already done, {result.seconds:.1f} s"
+    )
     return result.episodes
 
 
@@ -132,7 +160,10 @@ def _eval(args) -> int:
 
 def _matrix(args) -> int:
     if not args.env.endswith("-Feedback-v0"):
-        print("error: matrix runs the feedback protocol; use an IntBench-<Domain>-Feedback-v0 id", file=sys.stderr)
+        print(
+            "error: matrix runs the feedback protocol; use an IntBench-<Domain>-Feedback-v0 id",
+            file=sys.stderr,
+        )
         return 2
     students = [s for s in args.students.split(",") if s]
     teachers = [t for t in args.teachers.split(",") if t]
@@ -171,33 +202,70 @@ def summary_table(episodes: list[dict]) -> str:
         rows = [
             ("episodes", f"{s['n_episodes']} ({s['n_errors']} errors excluded)"),
             ("acc@k", acc),
-            *((name, str(s[name])) for name in ("acc@1", f"acc@{s['k_max']}", "gain", "normalized_gain", "auc", "first_step_gain", "leak_rate")),
+            *(
+                (name, str(s[name]))
+                for name in (
+                    "acc@1",
+                    f"acc@{s['k_max']}",
+                    "gain",
+                    "normalized_gain",
+                    "auc",
+                    "first_step_gain",
+                    "leak_rate",
+                )
+            ),
         ]
     else:
         s = metrics.monitor_summary(episodes)
         rows = [
-            ("episodes", f"{s['n_episodes']} ({s['n_errors']} errors excluded, {s['n_excluded']} interventions excluded)"),
+            (
+                "episodes",
+                f"{s['n_episodes']} ({s['n_errors']} errors excluded, {s['n_excluded']} interventions excluded)",
+            ),
             ("interventions", str(s["n_interventions"])),
-            *((name, str(s[name])) for name in ("phi", "phi_correct", "phi_incorrect", "tau_abs", "tau_rel", "H", "wrong_to_right", "right_to_wrong", "leak_rate")),
+            *(
+                (name, str(s[name]))
+                for name in (
+                    "phi",
+                    "phi_correct",
+                    "phi_incorrect",
+                    "tau_abs",
+                    "tau_rel",
+                    "H",
+                    "wrong_to_right",
+                    "right_to_wrong",
+                    "leak_rate",
+                )
+            ),
         ]
     width = max(len(name) for name, _ in rows)
     lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
     return "\n".join(["metric".ljust(width) + "  value [95% CI]", "-" * (width + 30), *lines])
 
 
-def matrix_report(runs: dict[tuple[str, str], list[dict]], students: list[str], teachers: list[str]) -> str:
+def matrix_report(
+    runs: dict[tuple[str, str], list[dict]], students: list[str], teachers: list[str]
+) -> str:
     summaries = {pair: metrics.feedback_summary(eps) for pair, eps in runs.items() if eps}
     lines = ["student x teacher: acc@1 / acc@K / AUC"]
     for student in students:
         for teacher in ["self_refine", *teachers]:
             s = summaries.get((student, teacher))
             if s:
-                lines.append(f"  {student} x {teacher}: {s['acc@1'].value:.3f} / {s['acc'][-1]:.3f} / {s['auc'].value:.3f}")
+                lines.append(
+                    f"  {student} x {teacher}: {s['acc@1'].value:.3f} / {s['acc'][-1]:.3f} / {s['auc'].value:.3f}"
+                )
     gains = {pair: s["gain"].value for pair, s in summaries.items() if pair[1] != "self_refine"}
     if len(students) > 1 and len(teachers) > 1:
         lines.append(f"fixed effects on gain: {metrics.fixed_effects(gains)}")
     lines.append(f"best - worst teacher gain per student: {metrics.best_minus_worst(gains)}")
-    solo = {s: summaries[(s, "self_refine")]["acc@1"].value for s in students if (s, "self_refine") in summaries}
+    solo = {
+        s: summaries[(s, "self_refine")]["acc@1"].value
+        for s in students
+        if (s, "self_refine") in summaries
+    }
     aucs = {pair: s["auc"].value for pair, s in summaries.items() if pair[1] != "self_refine"}
-    lines.append(f"solver strength vs teaching (Spearman, inversion rate): {metrics.solver_vs_teacher(solo, aucs)}")
+    lines.append(
+        f"solver strength vs teaching (Spearman, inversion rate): {metrics.solver_vs_teacher(solo, aucs)}"
+    )
     return "\n".join(lines)

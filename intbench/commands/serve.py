@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from intbench.commands.eval import parse_env_option_items
 
 
 def add_parser(subparsers) -> None:
@@ -59,21 +60,6 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run_serve)
 
 
-def _env_options(args) -> dict:
-    options = {}
-    for item in args.env_option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--env-option needs KEY=VALUE, got {item!r}")
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
-    if args.max_tokens:
-        options.setdefault("student_sampling", {})["max_tokens"] = args.max_tokens
-    return options
-
-
 def run_serve(args: argparse.Namespace) -> int:
     """Load the problems, warm the student cache, and serve until interrupted; 2 on bad settings."""
     try:
@@ -103,7 +89,7 @@ def run_serve(args: argparse.Namespace) -> int:
             trials=args.trials,
             practice=args.practice,
             seed=args.seed,
-            env_options=_env_options(args),
+            env_options=parse_env_option_items(args.env_option, args.max_tokens),
             completion_code=args.completion_code,
         )
         study = Study(config, args.out, progress=True)

@@ -170,7 +170,9 @@ class FeedbackEnv(gym.Env):
                 "solved": spaces.Discrete(2),
             }
         )
-        self.action_space = spaces.Dict({"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)})
+        self.action_space = spaces.Dict(
+            {"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)}
+        )
         self.last_episode: Episode | None = None
         self._episode: Episode | None = None
 
@@ -205,7 +207,12 @@ class FeedbackEnv(gym.Env):
                 "student_sampling": dict(self.student_sampling.__dict__),
                 "teacher_sampling": dict(self.teacher_sampling.__dict__),
             },
-            tokens={"student_prompt": 0, "student_completion": 0, "feedback_prompt": 0, "feedback_completion": 0},
+            tokens={
+                "student_prompt": 0,
+                "student_completion": 0,
+                "feedback_prompt": 0,
+                "feedback_completion": 0,
+            },
             timings={"student_s": 0.0},
             metadata={"problem": problem.metadata},
             episode_id=hashlib.sha1(f"{problem.id}|{self.mode}|{draw}".encode()).hexdigest()[:16],
@@ -249,7 +256,9 @@ class FeedbackEnv(gym.Env):
         k = len(self._attempts)
         reward = 0.0
         if attempt.error or status == "error":
-            episode.error = attempt.error or f"grader error on attempt {k}: {attempt.verdict['feedback']}"
+            episode.error = (
+                attempt.error or f"grader error on attempt {k}: {attempt.verdict['feedback']}"
+            )
             self._terminated = True
         elif status == "correct":
             episode.solved_at = k
@@ -258,7 +267,10 @@ class FeedbackEnv(gym.Env):
         elif k >= self.k_max:
             self._terminated = True
         episode.reward += reward
-        episode.reward_components = {"solved": float(episode.solved_at is not None), "solved_at": episode.solved_at}
+        episode.reward_components = {
+            "solved": float(episode.solved_at is not None),
+            "solved_at": episode.solved_at,
+        }
         info = self._info()
         if action_error:
             info["action_error"] = action_error
@@ -281,7 +293,9 @@ class FeedbackEnv(gym.Env):
             if completion.error:
                 return None, "self", f"self-feedback generation failed: {completion.error}"
             return parse_feedback(completion.text).text or None, "self", None
-        message, error = parse_message_action(action, lambda text: parse_feedback(text).text, MAX_MESSAGE)
+        message, error = parse_message_action(
+            action, lambda text: parse_feedback(text).text, MAX_MESSAGE
+        )
         return message, "teacher" if message else "none", error
 
     def _student_attempt(self, feedback: str | None):

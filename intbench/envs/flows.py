@@ -57,7 +57,9 @@ class RequestExecutor:
 
     def __init__(self, backends: dict[str, ChatBackend], verify_threads: int = 8):
         self.backends = backends
-        self._pool = ThreadPoolExecutor(max_workers=verify_threads, thread_name_prefix="intbench-verify")
+        self._pool = ThreadPoolExecutor(
+            max_workers=verify_threads, thread_name_prefix="intbench-verify"
+        )
 
     def generate(self, requests: list[Generate]) -> list[Completion]:
         results: list[Completion | None] = [None] * len(requests)
@@ -65,7 +67,10 @@ class RequestExecutor:
         # seed, the first of its requests, so batched runs stay reproducible.
         groups: dict[tuple, list[int]] = defaultdict(list)
         for index, request in enumerate(requests):
-            key = (request.role, *dataclasses.astuple(dataclasses.replace(request.sampling, seed=None)))
+            key = (
+                request.role,
+                *dataclasses.astuple(dataclasses.replace(request.sampling, seed=None)),
+            )
             groups[key].append(index)
         for indices in groups.values():
             first = requests[indices[0]]
@@ -104,7 +109,9 @@ class RequestExecutor:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _generate_isolating_failures(backend: ChatBackend, batch, sampling, role: str) -> list[Completion]:
+def _generate_isolating_failures(
+    backend: ChatBackend, batch, sampling, role: str
+) -> list[Completion]:
     """Generate a batch; if it fails, retry its items one by one so that one
     bad request fails only its own episode."""
     try:

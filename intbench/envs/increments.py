@@ -31,7 +31,9 @@ def parse_increment(increment: int | str) -> tuple[str, int]:
             return "sentence", 1
         if text.startswith("tokens:") and text[7:].isdigit() and int(text[7:]) > 0:
             return "tokens", int(text[7:])
-    raise ValueError(f"increment must be a positive int, 'sentence' or 'tokens:N'; got {increment!r}")
+    raise ValueError(
+        f"increment must be a positive int, 'sentence' or 'tokens:N'; got {increment!r}"
+    )
 
 
 def cut_points(
@@ -54,7 +56,9 @@ def cut_points(
     elif unit == "sentence":
         ends = [m.start() for m in _SENTENCE_END.finditer(trace) if 0 < m.start()]
     else:
-        offsets = token_offsets(trace) if token_offsets else [m.end() for m in _TOKEN.finditer(trace)]
+        offsets = (
+            token_offsets(trace) if token_offsets else [m.end() for m in _TOKEN.finditer(trace)]
+        )
         ends = offsets[size - 1 :: size]
     cuts = sorted({e for e in ends if 0 < e < length})
     cuts.append(length)

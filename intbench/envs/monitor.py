@@ -76,7 +76,12 @@ logger = logging.getLogger(__name__)
 
 CONDITIONS = ("standard", "oracle")
 POST_STRATEGIES = ("continue", "stop")
-TEACHER_PROMPTS = {"paper": "teacher_standard", "v2": "teacher_standard_v2", "v3": "teacher_standard_v3", "append": "teacher_standard_append"}
+TEACHER_PROMPTS = {
+    "paper": "teacher_standard",
+    "v2": "teacher_standard_v2",
+    "v3": "teacher_standard_v3",
+    "append": "teacher_standard_append",
+}
 
 VERDICT_CODES = {"incorrect": 0, "correct": 1}
 HIDDEN = 2
@@ -141,7 +146,9 @@ class MonitorEnv(gym.Env):
         if post not in POST_STRATEGIES:
             raise ValueError(f"post must be one of {POST_STRATEGIES}, got {post!r}")
         if teacher_prompt not in TEACHER_PROMPTS:
-            raise ValueError(f"teacher_prompt must be one of {sorted(TEACHER_PROMPTS)}, got {teacher_prompt!r}")
+            raise ValueError(
+                f"teacher_prompt must be one of {sorted(TEACHER_PROMPTS)}, got {teacher_prompt!r}"
+            )
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         parse_increment(increment)  # fail at construction, not at the first reset
@@ -341,7 +348,9 @@ class MonitorEnv(gym.Env):
             return QuoteMatch(position, "position", "in_final_answer")
         return QuoteMatch(position, "position", None)
 
-    def _finish(self, intervene: bool, message: str | None, position: int | None, match: QuoteMatch | None):
+    def _finish(
+        self, intervene: bool, message: str | None, position: int | None, match: QuoteMatch | None
+    ):
         """Flow: apply the intervention (if any), score it, close the episode record."""
         episode = self._episode
         applied = intervene and (match is None or match.ok)
@@ -364,7 +373,11 @@ class MonitorEnv(gym.Env):
                 started = time.perf_counter()
                 template = "student_continue" if self.post == "continue" else "student_stop_answer"
                 messages = render_messages(
-                    self._problem.domain, template, problem=self._problem, prefix=self._trace[:position], message=message
+                    self._problem.domain,
+                    template,
+                    problem=self._problem,
+                    prefix=self._trace[:position],
+                    message=message,
                 )
                 sampling = _with_seed(self.student_sampling, self._continuation_seed())
                 completion = yield flows.Generate("student", messages, sampling)
@@ -384,7 +397,9 @@ class MonitorEnv(gym.Env):
         components = monitor_components(self._baseline_correct, applied, post_correct, leaked)
         episode.reward_components = components
         episode.reward = weighted_reward(components, self.reward_weights)
-        if (episode.baseline or {}).get("verdict", {}) and episode.baseline["verdict"]["status"] == "error":
+        if (episode.baseline or {}).get("verdict", {}) and episode.baseline["verdict"][
+            "status"
+        ] == "error":
             episode.error = episode.error or "grader error on the baseline"
         self._terminated = True
         self.last_episode = episode
@@ -401,7 +416,9 @@ class MonitorEnv(gym.Env):
             "problem": problem.question,
             "transcript": self._trace[:revealed],
             "reference": self._reference(),
-            "student_answer": str((self._episode.baseline or {}).get("answer") or "") if oracle else "",
+            "student_answer": str((self._episode.baseline or {}).get("answer") or "")
+            if oracle
+            else "",
             "verdict": self._verdict_code if oracle else HIDDEN,
             "step": as_counter(len(self._episode.steps)),
             "revealed_chars": as_counter(revealed),
@@ -421,7 +438,10 @@ class MonitorEnv(gym.Env):
             "problem_id": self._problem.id,
             "step": len(self._episode.steps),
             "revealed_chars": revealed,
-            "privileged": {"total_chars": len(self._trace), "baseline_correct": self._baseline_correct},
+            "privileged": {
+                "total_chars": len(self._trace),
+                "baseline_correct": self._baseline_correct,
+            },
         }
 
     def teacher_messages(self) -> list[dict]:
@@ -453,7 +473,8 @@ class MonitorEnv(gym.Env):
             )
         transcript = self._trace[: self._cuts[self._cursor]]
         return [
-            {"role": role, "content": transcript.join(pieces)} for role, pieces in self._prompt_parts
+            {"role": role, "content": transcript.join(pieces)}
+            for role, pieces in self._prompt_parts
         ]
 
     def render(self):

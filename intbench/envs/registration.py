@@ -22,7 +22,11 @@ ENV_NAMES = {
 PROTOCOLS = {
     # protocol -> (id suffix, env entry point, batched vector entry point)
     "monitor": ("", "intbench.envs.monitor:MonitorEnv", "intbench.envs.vector:batched_monitor"),
-    "feedback": ("-Feedback", "intbench.envs.feedback:FeedbackEnv", "intbench.envs.vector:batched_feedback"),
+    "feedback": (
+        "-Feedback",
+        "intbench.envs.feedback:FeedbackEnv",
+        "intbench.envs.vector:batched_feedback",
+    ),
     "tutor": ("-Tutor", "intbench.envs.tutor:TutorEnv", "intbench.envs.tutor:batched_tutor"),
 }
 

@@ -37,7 +37,9 @@ def resolve_weights(reward: str | Mapping[str, float]) -> dict[str, float]:
         try:
             return dict(PRESETS[reward])
         except KeyError:
-            raise ValueError(f"unknown reward preset {reward!r}; choose from {sorted(PRESETS)}") from None
+            raise ValueError(
+                f"unknown reward preset {reward!r}; choose from {sorted(PRESETS)}"
+            ) from None
     weights = {str(k): float(v) for k, v in dict(reward).items()}
     unknown = set(weights) - set(COMPONENTS)
     if unknown:

@@ -16,7 +16,9 @@ from gymnasium import spaces
 
 # Sampling charset: printable ASCII plus a few common non-ASCII characters so
 # that random agents exercise Unicode handling.
-_SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n" + "éüßπ√≤≥→∑你好"
+_SAMPLE_CHARSET = (
+    string.ascii_letters + string.digits + string.punctuation + " \n" + "éüßπ√≤≥→∑你好"
+)
 
 MAX_TEXT = 200_000
 """Upper bound on any text field, in characters (about 50k tokens)."""

@@ -30,20 +30,29 @@ class BatchedVectorEnv(SyncVectorEnv):
         self._flow_envs = [env.unwrapped for env in self.envs]
         self._executor = self._flow_envs[0]._executor
 
-    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ):
         seeds = _seed_list(seed, self.num_envs)
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
         if mask is None:
             mask = np.ones(self.num_envs, dtype=np.bool_)
-        elif not (isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (self.num_envs,)):
-            raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)")
+        elif not (
+            isinstance(mask, np.ndarray)
+            and mask.dtype == np.bool_
+            and mask.shape == (self.num_envs,)
+        ):
+            raise ValueError(
+                f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)"
+            )
         indices = np.flatnonzero(mask)
         self._terminations[indices] = False
         self._truncations[indices] = False
         self._autoreset_envs[indices] = False
         results = run_flows(
-            [self._flow_envs[i].reset_flow(seed=seeds[i], options=options) for i in indices], self._executor
+            [self._flow_envs[i].reset_flow(seed=seeds[i], options=options) for i in indices],
+            self._executor,
         )
         infos: dict[str, Any] = {}
         for i, (obs, info) in zip(indices, results, strict=True):
@@ -64,7 +73,13 @@ class BatchedVectorEnv(SyncVectorEnv):
                 self._env_obs[i], info = result
                 self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
             else:
-                self._env_obs[i], self._rewards[i], self._terminations[i], self._truncations[i], info = result
+                (
+                    self._env_obs[i],
+                    self._rewards[i],
+                    self._terminations[i],
+                    self._truncations[i],
+                    info,
+                ) = result
             infos = self._add_info(infos, info, i)
         self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
         return (
@@ -76,7 +91,9 @@ class BatchedVectorEnv(SyncVectorEnv):
         )
 
     def _batched_observations(self):
-        self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
+        self._observations = concatenate(
+            self.single_observation_space, self._env_obs, self._observations
+        )
         return _copy(self._observations) if self.copy else self._observations
 
 

@@ -31,12 +31,20 @@ class TeacherTextActions(gym.ActionWrapper):
             return action
         if self.env.unwrapped.condition == "oracle":
             parsed = parse_oracle_decision(action)
-            result = {"intervene": int(bool(parsed.intervene)), "message": parsed.message or "", "quote": parsed.quote or ""}
+            result = {
+                "intervene": int(bool(parsed.intervene)),
+                "message": parsed.message or "",
+                "quote": parsed.quote or "",
+            }
         else:
             parsed = parse_monitor_decision(action)
             result = {"intervene": int(bool(parsed.intervene)), "message": parsed.message or ""}
         if parsed.error:
             logger.info("unparsable teacher reply (%s); treated as no intervention", parsed.error)
             # An unusable reply is the malformed-action case: the env records it.
-            return {"intervene": 0, "message": "", "error": f"unparsable teacher reply: {parsed.error}"}
+            return {
+                "intervene": 0,
+                "message": "",
+                "error": f"unparsable teacher reply: {parsed.error}",
+            }
         return result

@@ -228,7 +228,9 @@ def generate_report(
     data = summarize(runs.episodes, samples=samples)
     from intbench.analysis.output import saved_analysis_tables
 
-    data.tables.extend(saved_analysis_tables([dirs] if isinstance(dirs, (str, Path)) else dirs, samples))
+    data.tables.extend(
+        saved_analysis_tables([dirs] if isinstance(dirs, (str, Path)) else dirs, samples)
+    )
     table_files = _write_tables(data.tables, out / "tables")
     rendered, skipped = figures.render_all(data, runs.episodes, out / "figures")
     html_path = html.write_html(out / "report.html", runs, data, rendered, skipped)

@@ -230,7 +230,9 @@ def _native_problems(domain: Domain, file: Path) -> list[Problem] | None:
         rows = [json.loads(line) for line in lines]
     except ValueError:
         return None
-    if not rows or not all(isinstance(r, dict) and {"id", "domain", "question"} <= set(r) for r in rows):
+    if not rows or not all(
+        isinstance(r, dict) and {"id", "domain", "question"} <= set(r) for r in rows
+    ):
         return None
     problems = []
     for number, row in enumerate(rows, 1):
@@ -239,7 +241,9 @@ def _native_problems(domain: Domain, file: Path) -> list[Problem] | None:
         except (TypeError, ValueError) as exc:
             raise DataSourceError(f"{file}: problem {number}: {exc}") from exc
         if problem.domain != domain.name:
-            raise DataSourceError(f"{file}: problem {problem.id!r} is of domain {problem.domain!r}, not {domain.name!r}")
+            raise DataSourceError(
+                f"{file}: problem {problem.id!r} is of domain {problem.domain!r}, not {domain.name!r}"
+            )
         problems.append(problem)
     return problems
 
