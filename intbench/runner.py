@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 EPISODES_FILE = "episodes.jsonl"
 CONFIG_FILE = "config.json"
+PROBLEMS_FILE = "problems.jsonl"
 
 
 @dataclass
@@ -173,6 +174,7 @@ def run_eval(
     envs = [_make_env(config) for _ in range(max(1, concurrency))]
     first = envs[0]
     problems = first._pool.problems
+    save_problems(out, problems)
     keys = [f"{i}:{r}" for r in range(config.repeats) for i in range(len(problems))]
     todo = [k for k in keys if not log.finished(k)]
     skipped = len(keys) - len(todo)
@@ -280,6 +282,55 @@ def _tick(bar, student, teacher) -> None:
         generated += backend.usage.completion_tokens
     if elapsed > 0:
         bar.set_postfix(tok_s=f"{generated / elapsed:.1f}")
+
+
+def save_problems(out_dir: Path, problems: list) -> None:
+    """Write the run's problems once, so analyses never need to rebuild them."""
+    path = Path(out_dir) / PROBLEMS_FILE
+    if path.exists():
+        return
+    tmp = path.with_suffix(".jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for problem in problems:
+            handle.write(json.dumps(problem.to_dict(), ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def run_problems(run_dir: str | os.PathLike) -> list:
+    """The problems of a run directory (``intbench eval``, ``intbench serve``).
+
+    Read from ``problems.jsonl``; for a directory without one, rebuilt from
+    ``config.json`` with the loader call the run made.
+
+    Raises:
+        FileNotFoundError: neither file is there.
+    """
+    from intbench.records import Problem
+
+    directory = Path(run_dir)
+    saved = directory / PROBLEMS_FILE
+    if saved.is_file():
+        lines = saved.read_text(encoding="utf-8").splitlines()
+        return [Problem.from_dict(json.loads(line)) for line in lines if line.strip()]
+    path = directory / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{run_dir} is not an intbench run directory (no {PROBLEMS_FILE} or {CONFIG_FILE})"
+        )
+    config = json.loads(path.read_text(encoding="utf-8"))
+    import intbench.envs  # noqa: F401  (registers the ids)
+    from intbench.envs.common import resolve_problems
+
+    options = config.get("env_options") or {}
+    domain = gym.spec(config["env_id"]).kwargs["domain"]
+    return resolve_problems(
+        domain,
+        options.get("problems"),
+        config.get("source", "offline"),
+        config.get("split"),
+        config.get("n"),
+        config.get("seed", 0),
+    )
 
 
 def load_run(out_dir: str | os.PathLike) -> list[dict]:

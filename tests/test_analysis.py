@@ -484,9 +484,7 @@ def _cli(argv: list[str]) -> int:
 
 def test_cli_runs_both_analyses(tmp_path, capsys):
     run = write_run(tmp_path / "run", CATEGORY_RECORDS)
-    (run / "config.json").write_text(
-        json.dumps({"env_options": {"problems": [p.to_dict() for p in PROBLEMS]}})
-    )
+    (run / "problems.jsonl").write_text("".join(json.dumps(p.to_dict()) + "\n" for p in PROBLEMS))
     cache = str(tmp_path / "cache")
     assert _cli(["analyze", "leakage", str(run), "--judge", "scripted:tests.test_analysis:leak_judge",
                  "--cache", cache, "--samples", "20"]) == 0  # fmt: skip

@@ -13,12 +13,10 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from intbench.records import Problem
 from intbench.report.tables import teacher_label
-from intbench.runner import CONFIG_FILE
 
 SELF_FEEDBACK = "self-feedback"
 """The teacher label of messages a student wrote for itself (feedback ``self_feedback`` mode)."""
@@ -174,41 +172,19 @@ def reference_text(problem: Problem) -> str:
 
 
 def load_run_problems(run_dir: str | os.PathLike, domains: Iterable[str]) -> dict[str, Problem]:
-    """The problems of a run, rebuilt from ``DIR/config.json`` as the env loaded them.
+    """The problems of a run by id (see :func:`intbench.runner.run_problems`).
 
     Raises:
-        AnalysisError: no ``config.json``, or its source cannot be loaded here.
+        AnalysisError: the run's problems cannot be read or rebuilt here.
     """
-    from intbench.envs.domains import load_problems
+    from intbench.runner import run_problems
 
-    path = Path(run_dir) / CONFIG_FILE
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AnalysisError(
-            f"{path} not found: pass the problems explicitly or point at a run directory"
-        ) from None
-    except ValueError as exc:
-        raise AnalysisError(f"{path} is not valid JSON: {exc}") from None
-    explicit = (config.get("env_options") or {}).get("problems")
-    if explicit is not None:
-        problems = [Problem.from_dict(p) for p in explicit]
-    else:
-        problems = []
-        for domain in sorted(set(domains)):
-            try:
-                problems += load_problems(
-                    domain,
-                    source=config.get("source", "offline"),
-                    split=config.get("split"),
-                    n=config.get("n"),
-                    seed=config.get("seed", 0),
-                )
-            except Exception as exc:  # any loader failure means the same thing to the user
-                raise AnalysisError(
-                    f"cannot rebuild the {domain} problems of {run_dir}: {exc}"
-                ) from exc
-    return {p.id: p for p in problems}
+        problems = run_problems(run_dir)
+    except Exception as exc:  # any loader failure means the same thing to the user
+        raise AnalysisError(f"cannot read the problems of {run_dir}: {exc}") from exc
+    wanted = set(domains)
+    return {p.id: p for p in problems if p.domain in wanted}
 
 
 def resolve_problem_map(

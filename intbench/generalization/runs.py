@@ -24,20 +24,7 @@ def run_config(run_dir: str | os.PathLike) -> dict:
 
 
 def run_problems(run_dir: str | os.PathLike) -> list[Problem]:
-    """The problems of a run, loaded exactly as the run's env loaded them."""
-    import gymnasium as gym
+    """The problems of a run (see :func:`intbench.runner.run_problems`)."""
+    from intbench.runner import run_problems as saved_run_problems
 
-    import intbench.envs  # noqa: F401  (registers the env ids)
-    from intbench.envs.common import resolve_problems
-
-    config = run_config(run_dir)
-    options = config.get("env_options") or {}
-    domain = gym.spec(config["env_id"]).kwargs["domain"]
-    return resolve_problems(
-        domain,
-        options.get("problems"),
-        config.get("source", "offline"),
-        config.get("split"),
-        config.get("n"),
-        config.get("seed", 0),
-    )
+    return saved_run_problems(run_dir)

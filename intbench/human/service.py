@@ -31,6 +31,7 @@ from intbench.human.study import (
     warm_up,
 )
 from intbench.human.worker import ContinuationWorker
+from intbench.runner import save_problems
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class Study:
         self.config = config
         self.store = StudyStore(out_dir)
         self.store.check_study(config.fingerprint())
+        # Analyses (leakage audit, categorisation, generalization) read a run's problems from here.
+        save_problems(self.store.dir, config.problems)
         self.views = (
             views if views is not None else warm_up(config, print_progress if progress else None)
         )

@@ -205,21 +205,6 @@ def sft_examples(
     return examples
 
 
-def run_problems(run_dir: str) -> list[Problem]:
-    """The problems of a run directory written by ``intbench eval`` (from its ``config.json``)."""
-    import json
-    from pathlib import Path
-
-    from intbench.envs.common import resolve_problems
-    from intbench.runner import CONFIG_FILE
-
-    config = json.loads((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8"))
-    domain = gym.spec(config["env_id"]).kwargs["domain"]
-    return resolve_problems(
-        domain, None, config["source"], config["split"], config["n"], config["seed"]
-    )
-
-
 def sft_dataset(
     run_dirs: Sequence[str],
     filter: str | Callable[[dict], bool] = "helpful_no_leak",
@@ -228,8 +213,7 @@ def sft_dataset(
     """A ``datasets.Dataset`` (prompt/completion chat format) from ``intbench eval`` run directories."""
     from datasets import Dataset
 
-    import intbench.envs  # noqa: F401  (registers the ids used by run_problems)
-    from intbench.runner import load_run
+    from intbench.runner import load_run, run_problems
 
     examples: list[dict] = []
     for run_dir in run_dirs:
