@@ -327,3 +327,26 @@ def test_bad_options_fail_at_construction():
     ):
         with pytest.raises(ValueError):
             make(**bad)
+
+
+def test_all_ids_make_offline_with_defaults():
+    """Defaults: the embedded student and offline problems; nothing is generated until reset."""
+    for env_id in all_env_ids("monitor"):
+        env = gym.make(env_id)
+        assert env.unwrapped.student_spec == "smollm2"
+        assert len(env.unwrapped._pool.problems) > 0
+
+
+def test_at_half_policy_intervenes_where_the_trace_crosses_half():
+    from intbench.agents.policies import make_policy
+
+    env = make()
+    policy = make_policy("at:0.5")
+    obs, info = env.reset(seed=0, options={"problem_index": 1})
+    done = False
+    while not done:
+        obs, _, done, _, info = env.step(policy.decide({**obs, **info}))
+    inter = info["episode"]["intervention"]
+    total = len(TRACE)
+    assert inter["tau_abs"] == math.ceil(total / 2 / 50) * 50  # the first increment reaching half
+    assert inter["tau_rel"] == pytest.approx(0.5, abs=50 / total)

@@ -149,3 +149,41 @@ def test_feedback_run_and_summary(tmp_path, monkeypatch, capsys):
     records = load_run(tmp_path / "fb")
     assert all(r["protocol"] == "feedback" and len(r["attempts"]) in (1, 3) for r in records)
     assert any(f["message"] == "Recheck." for r in records for f in r["feedback"])
+
+
+def test_feedback_modes_are_comparable_on_the_same_problems(tmp_path, monkeypatch):
+    """Teacher, self-refinement and self-feedback runs share problems and seeds; metrics compare them."""
+    from intbench import metrics
+
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    runs = {}
+    for mode, teacher in [("teacher", "scripted:text=<feedback>Recheck.</feedback>"), ("self_refine", "never"), ("self_feedback", "never")]:
+        config = RunConfig(
+            env_id="IntBench-Math-Feedback-v0", teacher=teacher, student="scripted:text=\\boxed{1}",
+            n=4, seed=2, env_options={"mode": mode, "k_max": 3},
+        )  # fmt: skip
+        runs[mode] = run_eval(config, tmp_path / mode, concurrency=2, progress=False).episodes
+    problem_sets = {mode: sorted(e["problem_id"] for e in eps) for mode, eps in runs.items()}
+    assert problem_sets["teacher"] == problem_sets["self_refine"] == problem_sets["self_feedback"]
+    first_attempts = {mode: [e["attempts"][0]["text"] for e in eps] for mode, eps in runs.items()}
+    assert first_attempts["teacher"] == first_attempts["self_refine"]  # attempt 1 is shared
+    for mode, eps in runs.items():
+        summary = metrics.feedback_summary(eps)
+        assert summary["k_max"] == 3 and len(summary["acc"]) == 3 and summary["n_episodes"] == 4
+        assert {e["condition"] for e in eps} == {mode}
+
+
+def test_matrix_command(tmp_path, monkeypatch, capsys):
+    from intbench.cli import main
+
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    students = "scripted:text=\\boxed{1},scripted:text=\\boxed{2}"
+    teachers = "scripted:text=<feedback>Look again.</feedback>,scripted:text=<feedback>Check units.</feedback>"
+    code = main([
+        "matrix", "--env", "IntBench-Math-Feedback-v0", "--students", students, "--teachers", teachers,
+        "-n", "3", "--k-max", "2", "--out", str(tmp_path / "grid"), "--no-progress",
+    ])  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "fixed effects on gain" in printed and "best - worst" in printed
+    assert len(list((tmp_path / "grid").iterdir())) == 2 * 2 + 2  # pairs + one self_refine per student

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,18 @@ def shared_backend(model: str | ChatBackend) -> ChatBackend:
 
             _BACKENDS[model] = load_backend(model)
         return _BACKENDS[model]
+
+
+@atexit.register
+def _close_shared_backends() -> None:
+    # Free native models (llama.cpp) before interpreter teardown, when their
+    # finalisers can no longer run cleanly.
+    with _BACKENDS_LOCK:
+        for backend in _BACKENDS.values():
+            close = getattr(backend, "close", None)
+            if close is not None:
+                close()
+        _BACKENDS.clear()
 
 
 def backend_name(model: str | ChatBackend) -> str:
