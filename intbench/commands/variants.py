@@ -79,7 +79,7 @@ def _fail(message: str) -> int:
 
 def _originals(args):
     from intbench.envs.domains import get_domain, load_problems
-    from intbench.generalization.runs import run_problems
+    from intbench.runner import run_problems
 
     domain = get_domain(args.domain).name
     if args.run is not None:
@@ -133,13 +133,18 @@ def run_generalize(args) -> int:
         generalization_table,
         read_variant_set,
     )
-    from intbench.generalization.runs import run_config, run_problems
-    from intbench.runner import load_run
+    from intbench.runner import load_run, run_problems
 
     contexts = [c.strip() for c in args.contexts.split(",") if c.strip()]
     try:
-        config = run_config(args.run)
+        problems = run_problems(args.run)  # also checks that this is a run directory
         episodes = load_run(args.run)
+        # The run's own student (eval runs and human studies record it on every episode).
+        student = args.student or next((e["student"] for e in episodes if e.get("student")), None)
+        if student is None:
+            raise ValueError(
+                f"{args.run} holds no episodes to take the student from; pass --student"
+            )
         variants = read_variant_set(args.variants)
         sampling = None
         if args.max_tokens:
@@ -151,8 +156,8 @@ def run_generalize(args) -> int:
         result = evaluate_generalization(
             episodes,
             variants,
-            run_problems(args.run),
-            args.student or config["student"],
+            problems,
+            student,
             contexts=contexts,
             sampling=sampling,
             seed=args.seed,
