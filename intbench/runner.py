@@ -173,7 +173,7 @@ def run_eval(
 
     envs = [_make_env(config) for _ in range(max(1, concurrency))]
     first = envs[0]
-    problems = first._pool.problems
+    problems = first.problems
     save_problems(out, problems)
     keys = [f"{i}:{r}" for r in range(config.repeats) for i in range(len(problems))]
     todo = [k for k in keys if not log.finished(k)]

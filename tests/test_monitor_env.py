@@ -334,7 +334,7 @@ def test_all_ids_make_offline_with_defaults():
     for env_id in all_env_ids("monitor"):
         env = gym.make(env_id)
         assert env.unwrapped.student_spec == "smollm2"
-        assert len(env.unwrapped._pool.problems) > 0
+        assert len(env.unwrapped.problems) > 0
 
 
 def test_at_half_policy_intervenes_where_the_trace_crosses_half():

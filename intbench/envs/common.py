@@ -8,10 +8,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.cache import JsonCache, stable_hash
+from intbench.envs import flows
 from intbench.envs.flows import Generate, Verify
 from intbench.records import Attempt, Problem, Verdict
 from intbench.verifiers import verify
@@ -202,3 +204,59 @@ def parse_message_action(
     if not message.strip():
         return None, "intervene=1 with an empty message"
     return message.strip()[:max_chars], None
+
+
+class FlowEnv(gym.Env):
+    """Base of the protocol envs: their episode logic is written as flows.
+
+    Subclasses implement ``reset_flow`` and ``step_flow`` (generators that
+    yield model and verifier requests); ``reset``/``step`` run them directly,
+    and batched drivers (the vector env, the runner) run many at once.
+    """
+
+    def _init_models(
+        self,
+        domain: str,
+        student: str | ChatBackend,
+        problems,
+        source: str,
+        split: str | None,
+        n: int | None,
+        data_seed: int,
+        judge: str | ChatBackend | None,
+        cache_dir: str | None,
+        extra_backends: dict | None = None,
+    ) -> None:
+        """Problems, the student (and judge) models, the cache and the request executor."""
+        self.student_spec = backend_name(student)
+        self.judge_spec = None if judge is None else backend_name(judge)
+        self._pool = ProblemPool(resolve_problems(domain, problems, source, split, n, data_seed))
+        self._cache = JsonCache("student", cache_dir)
+        self._verifier = verify
+        if judge is not None:
+            from intbench.verifiers.judge import JudgeVerifier
+
+            self._verifier = JudgeVerifier(shared_backend(judge))
+        backends = {"student": shared_backend(student), **(extra_backends or {})}
+        self._executor = flows.RequestExecutor(backends)
+
+    @property
+    def problems(self) -> list[Problem]:
+        """The env's problems, in their source order."""
+        return self._pool.problems
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        return flows.run_flow(self.reset_flow(seed=seed, options=options), self._executor)
+
+    def step(self, action):
+        return flows.run_flow(self.step_flow(action), self._executor)
+
+    def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
+        raise NotImplementedError
+
+    def step_flow(self, action):
+        raise NotImplementedError
+
+    def close(self):
+        self._executor.close()
+        super().close()

@@ -46,22 +46,17 @@ from gymnasium import spaces
 
 from intbench.agents.base import ChatBackend
 from intbench.agents.parsing import parse_feedback
-from intbench.cache import JsonCache
 from intbench.envs import flows
 from intbench.envs.common import (
-    ProblemPool,
+    FlowEnv,
     attempt_from,
-    backend_name,
     cached_student_call,
     parse_message_action,
-    resolve_problems,
     sampling_from,
-    shared_backend,
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, Episode, Problem
-from intbench.verifiers import verify
 from intbench.verifiers.leakage import answer_leaked
 
 logger = logging.getLogger(__name__)
@@ -78,7 +73,7 @@ STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
 TEACHER_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 512}
 
 
-class FeedbackEnv(gym.Env):
+class FeedbackEnv(FlowEnv):
     """Multi-attempt student-teacher loop with verifier-gated feedback.
 
     Args (``gym.make`` keyword arguments; defaults in brackets):
@@ -148,16 +143,7 @@ class FeedbackEnv(gym.Env):
         self.student_sampling = sampling_from(student_sampling, **STUDENT_DEFAULTS)
         self.teacher_sampling = sampling_from(teacher_sampling, **TEACHER_DEFAULTS)
         self.student_seed = int(student_seed)
-        self.student_spec = backend_name(student)
-        self.judge_spec = None if judge is None else backend_name(judge)
-        self._pool = ProblemPool(resolve_problems(domain, problems, source, split, n, data_seed))
-        self._cache = JsonCache("student", cache_dir)
-        self._verifier = verify
-        if judge is not None:
-            from intbench.verifiers.judge import JudgeVerifier
-
-            self._verifier = JudgeVerifier(shared_backend(judge))
-        self._executor = flows.RequestExecutor({"student": shared_backend(student)})
+        self._init_models(domain, student, problems, source, split, n, data_seed, judge, cache_dir)
 
         self.observation_space = spaces.Dict(
             {
@@ -177,9 +163,6 @@ class FeedbackEnv(gym.Env):
         self._episode: Episode | None = None
 
     # ------------------------------------------------------------------ reset
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        return flows.run_flow(self.reset_flow(seed=seed, options=options), self._executor)
-
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         """Flow version of :meth:`reset` (draws the problem; attempt 1 happens at step 1)."""
         gym.Env.reset(self, seed=seed)
@@ -221,9 +204,6 @@ class FeedbackEnv(gym.Env):
         yield  # a flow, though resetting needs no model call
 
     # ------------------------------------------------------------------- step
-    def step(self, action):
-        return flows.run_flow(self.step_flow(action), self._executor)
-
     def step_flow(self, action):
         """Flow version of :meth:`step`."""
         if self._episode is None:
@@ -407,10 +387,6 @@ class FeedbackEnv(gym.Env):
             if i < len(self._feedback) and self._feedback[i]:
                 lines.append(f"-- feedback:\n{self._feedback[i]}")
         return "\n".join(lines)
-
-    def close(self):
-        self._executor.close()
-        super().close()
 
 
 def _check_choice(name: str, value: Any, choices: tuple) -> None:

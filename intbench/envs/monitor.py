@@ -52,16 +52,12 @@ import numpy as np
 from gymnasium import spaces
 
 from intbench.agents.base import ChatBackend
-from intbench.cache import JsonCache
 from intbench.envs import flows
 from intbench.envs.common import (
-    ProblemPool,
+    FlowEnv,
     attempt_from,
-    backend_name,
     cached_student_call,
-    resolve_problems,
     sampling_from,
-    shared_backend,
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.increments import cut_points, parse_increment
@@ -69,7 +65,6 @@ from intbench.envs.quotes import QuoteMatch, final_answer_start, locate_quote
 from intbench.envs.rewards import monitor_components, resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Episode, Problem
-from intbench.verifiers import verify
 from intbench.verifiers.leakage import answer_leaked
 
 logger = logging.getLogger(__name__)
@@ -90,7 +85,7 @@ MAX_MESSAGE = 8_000
 STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
 
 
-class MonitorEnv(gym.Env):
+class MonitorEnv(FlowEnv):
     """A teacher watches a student's reasoning and decides whether, when and how to intervene.
 
     Args (all ``gym.make`` keyword arguments; defaults in brackets):
@@ -163,19 +158,7 @@ class MonitorEnv(gym.Env):
         self.render_mode = render_mode
         self.student_sampling = sampling_from(student_sampling, **STUDENT_DEFAULTS)
         self.student_seed = int(student_seed)
-        self.student_spec = backend_name(student)
-        self.judge_spec = None if judge is None else backend_name(judge)
-        self._pool = ProblemPool(resolve_problems(domain, problems, source, split, n, data_seed))
-        self._cache = JsonCache("student", cache_dir)
-
-        student_backend = shared_backend(student)
-        self._verifier = verify
-        backends = {"student": student_backend}
-        if judge is not None:
-            from intbench.verifiers.judge import JudgeVerifier
-
-            self._verifier = JudgeVerifier(shared_backend(judge))
-        self._executor = flows.RequestExecutor(backends)
+        self._init_models(domain, student, problems, source, split, n, data_seed, judge, cache_dir)
 
         self.observation_space = spaces.Dict(
             {
@@ -200,9 +183,6 @@ class MonitorEnv(gym.Env):
         self._problem: Problem | None = None
 
     # ------------------------------------------------------------------ reset
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        return flows.run_flow(self.reset_flow(seed=seed, options=options), self._executor)
-
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         """Flow version of :meth:`reset`, for drivers that batch many envs' model calls."""
         gym.Env.reset(self, seed=seed)
@@ -271,9 +251,6 @@ class MonitorEnv(gym.Env):
         return offsets
 
     # ------------------------------------------------------------------- step
-    def step(self, action):
-        return flows.run_flow(self.step_flow(action), self._executor)
-
     def step_flow(self, action):
         """Flow version of :meth:`step` (for batched drivers)."""
         if self._episode is None:
@@ -489,10 +466,6 @@ class MonitorEnv(gym.Env):
         if self._episode.intervention:
             lines.append(f"-- intervention: {self._episode.intervention['message']!r}")
         return "\n".join(lines)
-
-    def close(self):
-        self._executor.close()
-        super().close()
 
 
 _MARKER = "\x00TRANSCRIPT\x00"

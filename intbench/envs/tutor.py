@@ -56,15 +56,13 @@ from gymnasium import spaces
 
 from intbench.agents.base import ChatBackend
 from intbench.agents.parsing import strip_think
-from intbench.cache import JsonCache
 from intbench.envs import flows
 from intbench.envs.common import (
-    ProblemPool,
+    FlowEnv,
     attempt_from,
     backend_name,
     cached_student_call,
     parse_message_action,
-    resolve_problems,
     sampling_from,
     shared_backend,
 )
@@ -72,7 +70,6 @@ from intbench.envs.domains.prompting import render_messages
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, Episode, Problem
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
-from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +86,7 @@ IDEATION_MAX_TOKENS = 256
 CHECKER_DEFAULTS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 128}
 
 
-class TutorEnv(gym.Env):
+class TutorEnv(FlowEnv):
     """Two-phase KITE episode: checked ideation dialogue, then independent solving.
 
     Args (``gym.make`` keyword arguments; defaults in brackets):
@@ -156,20 +153,20 @@ class TutorEnv(gym.Env):
         )
         self.checker_sampling = sampling_from(checker_sampling, **CHECKER_DEFAULTS)
         self.student_seed = int(student_seed)
-        self.student_spec = backend_name(student)
         self.checker_spec = "rules" if checker == "rules" else backend_name(checker)
-        self.judge_spec = None if judge is None else backend_name(judge)
-        self._pool = ProblemPool(resolve_problems(domain, problems, source, split, n, data_seed))
-        self._cache = JsonCache("student", cache_dir)
-        self._verifier = verify
-        if judge is not None:
-            from intbench.verifiers.judge import JudgeVerifier
-
-            self._verifier = JudgeVerifier(shared_backend(judge))
-        backends = {"student": shared_backend(student)}
-        if checker != "rules":
-            backends["checker"] = shared_backend(checker)
-        self._executor = flows.RequestExecutor(backends)
+        checker_backend = {} if checker == "rules" else {"checker": shared_backend(checker)}
+        self._init_models(
+            domain,
+            student,
+            problems,
+            source,
+            split,
+            n,
+            data_seed,
+            judge,
+            cache_dir,
+            checker_backend,
+        )
 
         self.observation_space = spaces.Dict(
             {
@@ -189,9 +186,6 @@ class TutorEnv(gym.Env):
         self._episode: Episode | None = None
 
     # ------------------------------------------------------------------ reset
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        return flows.run_flow(self.reset_flow(seed=seed, options=options), self._executor)
-
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         """Flow version of :meth:`reset`: draws the problem; the student opens the dialogue."""
         gym.Env.reset(self, seed=seed)
@@ -237,9 +231,6 @@ class TutorEnv(gym.Env):
         return self._observation(), self._info()
 
     # ------------------------------------------------------------------- step
-    def step(self, action):
-        return flows.run_flow(self.step_flow(action), self._executor)
-
     def step_flow(self, action):
         """Flow version of :meth:`step`."""
         if self._episode is None:
@@ -458,10 +449,6 @@ class TutorEnv(gym.Env):
                 f"-- submission {i + 1} ({(attempt.verdict or {}).get('status')}):\n{attempt.text}"
             )
         return "\n".join(lines)
-
-    def close(self):
-        self._executor.close()
-        super().close()
 
 
 def batched_tutor(num_envs: int = 1, **kwargs):

@@ -55,7 +55,7 @@ class EnvPool:
 
     def problem_count(self) -> int:
         """How many problems the envs draw from."""
-        return len(self.take(1)[0]._pool.problems)
+        return len(self.take(1)[0].problems)
 
     def close(self) -> None:
         for env in self._envs:
