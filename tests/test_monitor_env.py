@@ -350,3 +350,19 @@ def test_at_half_policy_intervenes_where_the_trace_crosses_half():
     total = len(TRACE)
     assert inter["tau_abs"] == math.ceil(total / 2 / 50) * 50  # the first increment reaching half
     assert inter["tau_rel"] == pytest.approx(0.5, abs=50 / total)
+
+
+def test_module_prefix_makes_without_importing_intbench_first():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gymnasium as gym\n"
+        "assert 'intbench' not in sys.modules\n"
+        "p = {'id': 'x', 'domain': 'math', 'question': '1+1?', 'answer': '2'}\n"
+        "env = gym.make('intbench:IntBench-Math-v0', student='scripted:text=ok', problems=[p])\n"
+        "print(type(env.unwrapped).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "MonitorEnv"
