@@ -157,7 +157,11 @@ def test_feedback_modes_are_comparable_on_the_same_problems(tmp_path, monkeypatc
 
     monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
     runs = {}
-    for mode, teacher in [("teacher", "scripted:text=<feedback>Recheck.</feedback>"), ("self_refine", "never"), ("self_feedback", "never")]:
+    for mode, teacher in [
+        ("teacher", "scripted:text=<feedback>Recheck.</feedback>"),
+        ("self_refine", "never"),
+        ("self_feedback", "never"),
+    ]:
         config = RunConfig(
             env_id="IntBench-Math-Feedback-v0", teacher=teacher, student="scripted:text=\\boxed{1}",
             n=4, seed=2, env_options={"mode": mode, "k_max": 3},
@@ -186,4 +190,6 @@ def test_matrix_command(tmp_path, monkeypatch, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "fixed effects on gain" in printed and "best - worst" in printed
-    assert len(list((tmp_path / "grid").iterdir())) == 2 * 2 + 2  # pairs + one self_refine per student
+    assert (
+        len(list((tmp_path / "grid").iterdir())) == 2 * 2 + 2
+    )  # pairs + one self_refine per student
