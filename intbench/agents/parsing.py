@@ -99,8 +99,24 @@ def _message_or_none(value: str | None) -> str | None:
     return value
 
 
+class _Decision:
+    """What the monitor and Oracle decisions share: malformed means no intervention."""
+
+    intervene: bool | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def should_intervene(self) -> bool:
+        """True only for a well-formed ``Intervene: Yes``."""
+        return self.error is None and self.intervene is True
+
+
 @dataclass(frozen=True)
-class MonitorDecision:
+class MonitorDecision(_Decision):
     """A Standard teacher's decision (``Intervene:`` / ``Time:`` / ``Intervention:``).
 
     ``intervene`` is ``None`` whenever ``error`` is set: malformed output counts as wait.
@@ -111,18 +127,9 @@ class MonitorDecision:
     message: str | None = None
     error: str | None = None
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def should_intervene(self) -> bool:
-        """True only for a well-formed ``Intervene: Yes`` with a message."""
-        return self.error is None and self.intervene is True
-
 
 @dataclass(frozen=True)
-class OracleDecision:
+class OracleDecision(_Decision):
     """An Oracle teacher's decision (``Intervene:`` / ``Quote:`` / ``Intervention:``).
 
     A missing quote is not a format error: the environment records it as the
@@ -134,14 +141,6 @@ class OracleDecision:
     quote: str | None = None
     message: str | None = None
     error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def should_intervene(self) -> bool:
-        return self.error is None and self.intervene is True
 
 
 def _parse_decision(
