@@ -226,7 +226,7 @@ def test_parsers_read_the_formats_the_templates_ask_for():
         verdict="incorrect",
         reference=None,
     )
-    assert "Intervene: Yes or No" in standard and "Quote:" in oracle
+    assert "Intervene: No\nTime: N/A" in standard and "Quote:" in oracle
     reply = "Intervene: Yes\nTime: the first line\nIntervention: Count again."
     assert parse_monitor_decision(reply).should_intervene
     reply = "Intervene: Yes\nQuote: one two three four five\nIntervention: Count again."

@@ -263,10 +263,22 @@ def test_student_prompts_ask_for_the_domain_answer_format(domain, name):
 @pytest.mark.parametrize(
     "name, tags",
     [
-        ("teacher_standard", ["Intervene: Yes or No", "\nTime:", "\nIntervention:"]),
-        ("teacher_standard_v2", ["Intervene: Yes or No", "\nTime:", "\nIntervention:"]),
-        ("teacher_standard_v3", ["Intervene: Yes or No", "\nTime:", "\nIntervention:"]),
-        ("teacher_standard_append", ["Intervene: Yes or No", "\nTime:", "\nIntervention:"]),
+        (
+            "teacher_standard",
+            ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
+        ),
+        (
+            "teacher_standard_v2",
+            ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
+        ),
+        (
+            "teacher_standard_v3",
+            ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
+        ),
+        (
+            "teacher_standard_append",
+            ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
+        ),
         ("teacher_oracle", ["Intervene: Yes or No", "\nQuote:", "5 consecutive words"]),
         ("student_continue", [f"<update>{MESSAGE}</update>", "Continue your reasoning"]),
         ("student_stop_answer", [f"<update>{MESSAGE}</update>", "Stop reasoning now"]),

@@ -12,10 +12,11 @@ makes the cost quadratic in the trace length.  Two deciders avoid that:
   next-token distribution at the decision slot of the output format (right
   after ``Intervene:``), comparing the `` Yes`` and `` No`` tokens, and
   generates the message only when it intervenes, continuing from the cache.
-  With the paper's template the reference solution comes *after* the
-  transcript, so only [instructions + problem + transcript so far] is reused
-  and the reference is prefilled again each time; the append-only template
-  (``teacher_standard_append``) puts it before the transcript and reuses more.
+  With the paper's template the reference solution and the output format
+  come *after* the transcript, so only [instructions + problem + transcript
+  so far] is reused and the rest is prefilled again each time; the
+  append-only template (``teacher_standard_append``) puts everything fixed
+  before the transcript, so only the new text and a few closing tokens are.
 * :class:`ServerDecider` (any :class:`~intbench.agents.base.ChatBackend`, e.g.
   an OpenAI-compatible server with prefix caching) sends prompts whose text
   only grows and asks first for the decision line alone (a few tokens, stop at

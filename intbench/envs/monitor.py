@@ -101,7 +101,8 @@ class MonitorEnv(FlowEnv):
         teacher_access: the teacher sees the reference solution [True].
         teacher_prompt: ``"paper"`` (reference after the transcript, as in the
             paper), ``"v2"``/``"v3"`` (the sensitivity-study variants) or
-            ``"append"`` (reference first, so prompts share a growing prefix) [``"paper"``].
+            ``"append"`` (reference and output format first, so prompts share
+            a growing prefix) [``"paper"``].
         reward: ``"helpfulness"``, ``"success"``, ``"pedagogical"`` or a
             ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"helpfulness"``].
         judge: model spec or backend for an LLM judge that verifies answers
