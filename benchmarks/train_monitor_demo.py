@@ -7,13 +7,19 @@ cue the teacher can read in the revealed transcript).  After an intervention
 the student is right with probability 0.8 if its baseline was wrong (the hint
 helps) and 0.5 if it was right (the interruption confuses it), so the best
 policy intervenes exactly on the guessing traces (expected helpfulness about
-+0.4 per problem) and always-intervene or never-intervene do worse or nothing.
++0.4 per problem); never intervening scores 0 and intervening at random
+about +0.08.
 
-Measured: the env's mean reward of the policy's sampled decisions
-(temperature 1, ``--samples`` per held-out decision state) on held-out
-problems, before and after training, with 95% bootstrap CIs over problems
-(``intbench.metrics.bootstrap``).  Run:
-``OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py`` (CPU, ~30 min on 2 cores).
+Three policies are measured on held-out problems: the untrained model; the
+model after a few SFT steps that teach only the reply format (the decision in
+those examples is a coin flip, independent of the trace, so they carry no
+information about when to intervene); and that model after GRPO on the env's
+reward.  Only the top ``--train-layers`` decoder layers are trained (the rest
+and the tied embeddings are frozen), which keeps a step affordable on a
+2-core CPU.  Each policy is scored by the env's mean reward over its sampled
+decisions (temperature 1, ``--samples`` per held-out decision state) with 95%
+bootstrap CIs over problems (``intbench.metrics.bootstrap``).  Run:
+``OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from intbench.metrics import bootstrap
 from intbench.records import Problem
 from intbench.training import MonitorReward, monitor_states
 from intbench.training.models import load_policy
+from intbench.training.trainer import trainer_options
 
 ENV = "IntBench-Math-v0"
 GUESS = "Hmm, I am not sure about this, so I will just guess."
@@ -156,14 +163,78 @@ def evaluate(
     }
 
 
+HINTS = (
+    "Check your last step again before you give the answer.",
+    "Work the sum out digit by digit instead of estimating it.",
+    "Your answer is a guess; add the tens and the ones separately.",
+)
+
+
+def freeze_lower_layers(model, trainable: int) -> int:
+    """Train only the top ``trainable`` decoder layers and the final norm; returns
+    the number of trainable parameters.  Backpropagation then stops at the
+    lowest trainable layer, which is what makes a CPU step affordable."""
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    for module in [*model.model.layers[-trainable:], model.model.norm]:
+        for parameter in module.parameters():
+            parameter.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def format_examples(states, seed: int) -> list[dict]:
+    """Well-formed replies with a coin-flip decision: they teach the format only."""
+    rng = random.Random(seed)
+    examples = []
+    for row in states:
+        if rng.random() < 0.5:
+            reply = f"Intervene: Yes\nTime: the final sum\nIntervention: {rng.choice(HINTS)}"
+        else:
+            reply = "Intervene: No\nTime: N/A\nIntervention: N/A"
+        examples.append(
+            {"prompt": row["prompt"], "completion": [{"role": "assistant", "content": reply}]}
+        )
+    return examples
+
+
+def prime_format(model, tokenizer, states, steps: int, lr: float, out_dir: str) -> float:
+    """A few SFT steps on :func:`format_examples`; returns the seconds taken."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    trainer = SFTTrainer(
+        model=model,
+        processing_class=tokenizer,
+        train_dataset=Dataset.from_list(format_examples(states, seed=0)),
+        args=SFTConfig(
+            output_dir=out_dir,
+            learning_rate=lr,
+            per_device_train_batch_size=8,
+            max_steps=steps,
+            logging_steps=steps,
+            save_strategy="no",
+            report_to=[],
+            **trainer_options({"use_cpu": True, "seed": 0}),
+        ),
+    )
+    started = time.perf_counter()
+    trainer.train()
+    return time.perf_counter() - started
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-problems", type=int, default=64)
     parser.add_argument("--eval-problems", type=int, default=40)
+    parser.add_argument("--train-layers", type=int, default=8)
+    parser.add_argument("--prime-steps", type=int, default=40)
+    parser.add_argument("--prime-lr", type=float, default=2e-4)
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--generations", type=int, default=8, help="GRPO group size")
+    parser.add_argument("--batch", type=int, default=16, help="completions per GRPO step")
     parser.add_argument("--samples", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=40)
-    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "train_monitor_demo.json"
     )
@@ -178,13 +249,23 @@ def main() -> int:
     eval_states = monitor_states(ENV, eval_kwargs, states_per_problem=1, seed=0)
     eval_reward = MonitorReward(ENV, eval_kwargs)
     model, tokenizer = load_policy("smollm2")
+    trainable = freeze_lower_layers(model, args.train_layers)
 
-    started = time.perf_counter()
-    before = evaluate(model, tokenizer, eval_states, eval_reward, args.samples, args.max_new_tokens)
-    eval_seconds = time.perf_counter() - started
-    print("before:", json.dumps(before["reward"]), flush=True)
+    def score(label: str) -> dict:
+        started = time.perf_counter()
+        result = evaluate(
+            model, tokenizer, eval_states, eval_reward, args.samples, args.max_new_tokens
+        )
+        result["seconds"] = round(time.perf_counter() - started, 1)
+        print(f"{label}:", json.dumps(result["reward"]), flush=True)
+        return result
 
+    untrained = score("untrained")
     with tempfile.TemporaryDirectory() as out_dir:
+        prime_seconds = prime_format(
+            model, tokenizer, train_states, args.prime_steps, args.prime_lr, out_dir
+        )
+        primed = score("format-primed")
         trainer = GRPOTrainer(
             model=model,
             processing_class=tokenizer,
@@ -193,17 +274,16 @@ def main() -> int:
             args=GRPOConfig(
                 output_dir=out_dir,
                 learning_rate=args.lr,
-                per_device_train_batch_size=16,
-                num_generations=8,
+                per_device_train_batch_size=args.batch,
+                num_generations=args.generations,
                 max_completion_length=args.max_new_tokens,
                 temperature=1.0,
                 beta=0.0,
                 max_steps=args.steps,
-                logging_steps=5,
+                logging_steps=1,
                 save_strategy="no",
                 report_to=[],
-                use_cpu=True,
-                seed=0,
+                **trainer_options({"use_cpu": True, "seed": 0}),
             ),
         )
         started = time.perf_counter()
@@ -215,6 +295,7 @@ def main() -> int:
                 for k in (
                     "step",
                     "reward",
+                    "reward_std",
                     "monitor/helpfulness",
                     "monitor/decided_intervene",
                     "monitor/unparsable",
@@ -224,22 +305,22 @@ def main() -> int:
             for e in trainer.state.log_history
             if "reward" in e
         ]
-    after = evaluate(
-        trainer.model, tokenizer, eval_states, eval_reward, args.samples, args.max_new_tokens
-    )
-    print("after:", json.dumps(after["reward"]), flush=True)
+    trained = score("after GRPO")
     result = {
         "setting": {k: v for k, v in vars(args).items() if k != "out"},
-        "model": "smollm2 (SmolLM2-135M-Instruct, full fine-tune, fp32, CPU)",
-        "before": before,
-        "after": after,
-        "train_log": history,
-        "seconds": {"train": round(train_seconds, 1), "one_evaluation": round(eval_seconds, 1)},
+        "model": "smollm2 (SmolLM2-135M-Instruct, fp32, CPU), top layers trained",
+        "trainable_parameters": trainable,
+        "untrained": untrained,
+        "format_primed": primed,
+        "grpo": trained,
+        "grpo_log": history,
+        "seconds": {"format_priming": round(prime_seconds, 1), "grpo": round(train_seconds, 1)},
         "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
+    print(json.dumps({k: result[k] for k in ("seconds", "trainable_parameters")}, indent=2))
     return 0
 
 

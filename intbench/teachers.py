@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from intbench.agents.base import ChatBackend, SamplingParams
+from intbench.agents.incremental import KVCacheDecider
 from intbench.agents.parsing import parse_feedback, parse_monitor_decision, parse_oracle_decision
 from intbench.agents.policies import AtFraction, make_policy
 
@@ -71,7 +72,15 @@ class PolicyTeacher:
 
 
 class ModelTeacher:
-    """A language model prompted with ``info["messages"]``; replies parsed per protocol."""
+    """A language model prompted with ``info["messages"]``; replies parsed per protocol.
+
+    A local transformers model as Standard monitor teacher answers through one
+    :class:`~intbench.agents.incremental.KVCacheDecider` per episode: each
+    increment prefills only the newly revealed text, the decision is sampled
+    from the Yes/No probabilities after ``Intervene:`` and a message is
+    generated only on Yes (benchmarks/results/monitor_prefix_reuse.md).  Other
+    backends and protocols get one batched ``generate`` call per round.
+    """
 
     def __init__(
         self,
@@ -89,10 +98,32 @@ class ModelTeacher:
         )
         self.outputs: dict[int, list[str]] = {}
         self.tokens: dict[int, list[int]] = {}
+        local = all(hasattr(backend, name) for name in ("model", "tokenizer", "render"))
+        self.incremental = local and protocol == "monitor" and condition != "oracle"
+        self._deciders: dict[int, KVCacheDecider] = {}
 
     def reset(self, slot: int) -> None:
         self.outputs[slot] = []
         self.tokens[slot] = [0, 0]
+        self._deciders.pop(slot, None)
+
+    def _decider(self, slot: int, seed: int) -> KVCacheDecider:
+        if slot not in self._deciders:
+            self._deciders[slot] = KVCacheDecider(
+                self.backend.model,
+                self.backend.tokenizer,
+                temperature=self.sampling.temperature,
+                top_p=self.sampling.top_p,
+                max_message_tokens=self.sampling.max_tokens,
+                seed=seed,
+                render=self.backend.render,
+            )
+        return self._deciders[slot]
+
+    def _record(self, slot: int, text: str, prompt_tokens: int, completion_tokens: int) -> None:
+        self.outputs[slot].append(text)
+        self.tokens[slot][0] += prompt_tokens
+        self.tokens[slot][1] += completion_tokens
 
     def act(
         self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]
@@ -100,6 +131,10 @@ class ModelTeacher:
         actions: list[Any] = [{"intervene": 0, "message": ""}] * len(steps)
         asking = [i for i, (_, info) in enumerate(steps) if info.get("messages")]
         if not asking:
+            return actions
+        if self.incremental:
+            for i in asking:
+                actions[i] = self._decide(slots[i], steps[i][1]["messages"], seeds[i])
             return actions
         # One batch shares a seed; per-episode seeds keep runs reproducible.
         sampling = replace(self.sampling, seed=seeds[asking[0]])
@@ -111,12 +146,22 @@ class ModelTeacher:
                 actions[i] = {"intervene": 0, "message": "", "error": f"teacher failed: {exc}"}
             return actions
         for i, completion in zip(asking, completions, strict=True):
-            slot = slots[i]
-            self.outputs[slot].append(completion.text)
-            self.tokens[slot][0] += completion.prompt_tokens
-            self.tokens[slot][1] += completion.completion_tokens
+            self._record(
+                slots[i], completion.text, completion.prompt_tokens, completion.completion_tokens
+            )
             actions[i] = self.parse(completion.text, completion.error)
         return actions
+
+    def _decide(self, slot: int, messages: list[dict], seed: int) -> dict:
+        """One incremental Standard decision (local models)."""
+        try:
+            result = self._decider(slot, seed).decide(messages)
+        except Exception as exc:  # like a backend failure: an episode error, not a crash
+            logger.exception("teacher %s failed", self.spec)
+            self._deciders.pop(slot, None)  # the cache may be half updated
+            return {"intervene": 0, "message": "", "error": f"teacher failed: {exc}"}
+        self._record(slot, result.text, result.prompt_tokens, result.generated_tokens)
+        return self.parse(result.text)
 
     def parse(self, text: str, error: str | None = None) -> dict | str:
         if error:

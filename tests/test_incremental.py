@@ -224,3 +224,57 @@ def test_server_decider_malformed_output_is_a_logged_wait(decision, full, error,
     assert result.intervene is False and result.message is None
     assert error in result.error
     assert "treated as wait" in caplog.text
+
+
+def test_model_teacher_uses_one_cached_decider_per_episode(tiny):
+    from intbench.teachers import ModelTeacher
+
+    greedy = SamplingParams(temperature=0.0, max_tokens=8)
+    teacher = ModelTeacher(tiny, "monitor", "standard", sampling=greedy)
+    assert teacher.incremental
+    naive = NaiveDecider(tiny.model, tiny.tokenizer, max_new_tokens=9, render=tiny.render)
+    teacher.reset(0)
+    for messages in prompts(tiny, "default"):
+        (action,) = teacher.act([0], [({}, {"messages": messages})], [7])
+        assert bool(action["intervene"]) == naive.decide(messages).intervene
+    stats = teacher._deciders[0].stats
+    assert stats.calls == len(CUTS) and stats.prefilled_tokens < stats.prompt_tokens
+    assert len(teacher.outputs[0]) == len(CUTS) and teacher.tokens[0][0] == stats.prompt_tokens
+    teacher.reset(0)  # a new episode starts from an empty cache
+    assert 0 not in teacher._deciders
+
+
+def test_model_teacher_incremental_failure_is_an_episode_error(tiny, monkeypatch, caplog):
+    from intbench.teachers import ModelTeacher
+
+    teacher = ModelTeacher(tiny, "monitor", "standard")
+    teacher.reset(3)
+    messages = prompts(tiny, "default")[0]
+    teacher._decider(3, seed=0)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(teacher._deciders[3], "_forward", broken)
+    with caplog.at_level(logging.ERROR):
+        (action,) = teacher.act([3], [({}, {"messages": messages})], [0])
+    assert action["intervene"] == 0 and "out of memory" in action["error"]
+    assert 3 not in teacher._deciders  # a half-updated cache is not reused
+
+
+def test_model_teacher_batches_when_incremental_does_not_apply(tiny):
+    from intbench.teachers import ModelTeacher
+
+    assert not ModelTeacher(tiny, "monitor", "oracle").incremental
+    assert not ModelTeacher(tiny, "feedback", None).incremental
+    assert not ModelTeacher(
+        ScriptedBackend(lambda messages: "Intervene: No"), "monitor", "standard"
+    ).incremental
+
+
+def test_top_p_keeps_sampling_inside_the_nucleus(tiny):
+    decider = KVCacheDecider(tiny.model, tiny.tokenizer, temperature=1.0, top_p=1e-6, seed=0)
+    logits = torch.tensor([0.0, 3.0, 1.0, 2.0])
+    assert {decider._pick(logits) for _ in range(20)} == {1}
+    with pytest.raises(ValueError, match="top_p"):
+        KVCacheDecider(tiny.model, tiny.tokenizer, top_p=0.0)

@@ -279,7 +279,10 @@ def test_student_prompts_ask_for_the_domain_answer_format(domain, name):
             "teacher_standard_append",
             ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
         ),
-        ("teacher_oracle", ["Intervene: Yes or No", "\nQuote:", "5 consecutive words"]),
+        (
+            "teacher_oracle",
+            ["Intervene: No\nQuote: N/A", "Intervene: Yes\nQuote:", "5 consecutive words"],
+        ),
         ("student_continue", [f"<update>{MESSAGE}</update>", "Continue your reasoning"]),
         ("student_stop_answer", [f"<update>{MESSAGE}</update>", "Stop reasoning now"]),
         ("judge", ["Verdict: Correct or Incorrect", "\nExplanation:"]),

@@ -421,3 +421,17 @@ def test_cli_rejects_a_bad_config(tmp_path, capsys):
     args = parser.parse_args(["train", "grpo", "--config", str(path)])
     assert args.func(args) == 2
     assert "must be a mapping" in capsys.readouterr().err
+
+
+def test_trainer_options_default_to_fp32_without_a_gpu(monkeypatch):
+    from intbench.training.trainer import trainer_options
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert trainer_options({"max_steps": 2}) == {
+        "bf16": False,
+        "gradient_checkpointing": False,
+        "max_steps": 2,
+    }
+    assert trainer_options({"bf16": True})["bf16"] is True  # the config wins
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert trainer_options({"max_steps": 2}) == {"max_steps": 2}

@@ -168,8 +168,9 @@ class KVCacheDecider:
     Call :meth:`reset` (or make a new decider) between episodes.  Sampling:
     at ``temperature`` 0 the decision is the likelier of Yes/No and the
     message is greedy, so the results equal :class:`NaiveDecider`'s under
-    greedy decoding; above 0 both are sampled at that temperature from a
-    ``torch.Generator`` seeded with ``seed``.  ``render`` turns messages into
+    greedy decoding; above 0 both are sampled at that temperature (message
+    tokens also within the ``top_p`` nucleus) from a ``torch.Generator``
+    seeded with ``seed``.  ``render`` turns messages into
     prompt text (default: the tokenizer's chat template); pass the backend's
     own renderer so both see the same prompt.
     """
@@ -180,6 +181,7 @@ class KVCacheDecider:
         tokenizer: Any,
         *,
         temperature: float = 0.0,
+        top_p: float = 1.0,
         max_message_tokens: int = 128,
         seed: int | None = None,
         decision_prefix: str = DECISION_PREFIX,
@@ -191,9 +193,12 @@ class KVCacheDecider:
 
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
         self.model = model
         self.tokenizer = tokenizer
         self.temperature = temperature
+        self.top_p = top_p
         self.max_message_tokens = max_message_tokens
         self.decision_prefix = decision_prefix
         self.yes_id = _single_token(tokenizer, yes)
@@ -255,6 +260,12 @@ class KVCacheDecider:
         if self.temperature == 0:
             return int(torch.argmax(logits))
         probs = torch.softmax(logits / self.temperature, dim=-1)
+        if self.top_p < 1:
+            # Nucleus sampling: keep the smallest set of likeliest tokens whose mass reaches top_p.
+            sorted_probs, order = torch.sort(probs, descending=True)
+            outside = torch.cumsum(sorted_probs, dim=-1) - sorted_probs >= self.top_p
+            sorted_probs[outside] = 0.0
+            return int(order[torch.multinomial(sorted_probs, 1, generator=self._generator)])
         return int(torch.multinomial(probs, 1, generator=self._generator))
 
     def _decide_yes(self, logits) -> tuple[bool, float]:

@@ -458,6 +458,7 @@ class MonitorSession:
                 model,
                 tokenizer,
                 temperature=params.temperature,
+                top_p=params.top_p,
                 max_message_tokens=params.max_tokens,
                 seed=params.seed,
                 render=getattr(backend, "render", None),

@@ -20,6 +20,21 @@ logger = logging.getLogger(__name__)
 FINAL_DIR = "final"
 
 
+def trainer_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``trainer:`` options with CPU-friendly defaults where no GPU is present.
+
+    TRL turns on bf16 and gradient checkpointing by default, which suits GPUs;
+    on a CPU without bf16 units bf16 made a GRPO step about 4x slower
+    (benchmarks/results/train_monitor_demo.md), so there both default to off.
+    Values set in the config always win.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return dict(options)
+    return {"bf16": False, "gradient_checkpointing": False, **options}
+
+
 def build_trainer(config: TrainConfig) -> Any:
     """The configured TRL trainer (not yet trained)."""
     model, tokenizer = load_policy(config.model, config.lora)
@@ -31,12 +46,16 @@ def build_trainer(config: TrainConfig) -> Any:
         if not config.records:
             raise ValueError("sft needs 'records': run directories written by intbench eval")
         dataset = sft_dataset(config.records, config.filter)
-        args = SFTConfig(output_dir=config.output_dir, seed=config.seed, **config.trainer)
+        args = SFTConfig(
+            output_dir=config.output_dir, seed=config.seed, **trainer_options(config.trainer)
+        )
         return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
 
     from trl import GRPOConfig, GRPOTrainer
 
-    args = GRPOConfig(output_dir=config.output_dir, seed=config.seed, **config.trainer)
+    args = GRPOConfig(
+        output_dir=config.output_dir, seed=config.seed, **trainer_options(config.trainer)
+    )
     pool = EnvPool(config.env, config.env_kwargs())
     if pool.protocol == "monitor":
         from intbench.training.monitor import MonitorReward, monitor_states
