@@ -77,7 +77,9 @@ def student(messages, params) -> str:
     right = _sum(text)
     if "<update>" in text:  # a continuation after the teacher's message
         p_right = 0.8 if GUESS in text else 0.5
-        ok = random.Random(params.seed).random() < p_right
+        # Batched calls share one seed, so draw from the seed *and* the prompt
+        # (problem, trace and message): outcomes differ between episodes and hints.
+        ok = random.Random(f"{params.seed}|{text}").random() < p_right
         return f"Following the hint, the answer is \\boxed{{{right if ok else right + 1}}}."
     guessing = int(re.search(r"What is (\d+)", text).group(1)) % 2 == 1
     if guessing:
@@ -170,6 +172,36 @@ HINTS = (
 )
 
 
+YES = f"Intervene: Yes\nTime: the final sum\nIntervention: {HINTS[0]}"
+NO = "Intervene: No\nTime: N/A\nIntervention: N/A"
+
+
+def reference_policies(states, reward: MonitorReward) -> dict:
+    """Mean reward of fixed policies on the same held-out decision states (the
+    scripted student's outcomes are fixed by each state's seed, so these are
+    the exact scale for the trained policy's number)."""
+    policies = {
+        "never": lambda row: NO,
+        "always": lambda row: YES,
+        "when_guessing": lambda row: NO if row["baseline_correct"] else YES,
+    }
+    out = {}
+    for name, policy in policies.items():
+        rows = [states[i] for i in range(len(states))]
+        values = reward(
+            prompts=[r["prompt"] for r in rows],
+            completions=[policy(r) for r in rows],
+            problem_index=[r["problem_index"] for r in rows],
+            waits=[r["waits"] for r in rows],
+            seed=[r["seed"] for r in rows],
+        )
+        out[name] = bootstrap(
+            {r["problem_id"]: [v] for r, v in zip(rows, values, strict=True)},
+            lambda eps: float(np.mean(eps)),
+        ).to_dict()
+    return out
+
+
 def freeze_lower_layers(model, trainable: int) -> int:
     """Train only the top ``trainable`` decoder layers and the final norm; returns
     the number of trainable parameters.  Backpropagation then stops at the
@@ -190,7 +222,7 @@ def format_examples(states, seed: int) -> list[dict]:
         if rng.random() < 0.5:
             reply = f"Intervene: Yes\nTime: the final sum\nIntervention: {rng.choice(HINTS)}"
         else:
-            reply = "Intervene: No\nTime: N/A\nIntervention: N/A"
+            reply = NO
         examples.append(
             {"prompt": row["prompt"], "completion": [{"role": "assistant", "content": reply}]}
         )
@@ -222,6 +254,67 @@ def prime_format(model, tokenizer, states, steps: int, lr: float, out_dir: str) 
     return time.perf_counter() - started
 
 
+def _ci(stats: dict) -> str:
+    return f"{stats['value']:+.3f} [{stats['low']:+.3f}, {stats['high']:+.3f}]"
+
+
+def markdown(result: dict) -> str:
+    """The results table written next to the JSON file."""
+    setting = result["setting"]
+    lines = [
+        "# GRPO learning demo: monitor env, helpfulness reward",
+        "",
+        f"Policy: {result['model']} ({result['trainable_parameters']:,} trainable parameters); "
+        f"{setting['eval_problems']} held-out problems x {setting['samples']} sampled replies "
+        "(temperature 1); 95% bootstrap CIs over problems.  torch "
+        f"{result['torch']}, {result['threads']} threads.",
+        "",
+        "Command: `OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py` "
+        f"(settings: {json.dumps(setting)})",
+        "",
+        "| policy | mean reward | intervenes when guessing | intervenes when sure |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, key in (
+        ("untrained", "untrained"),
+        (
+            f"format-primed ({setting['prime_steps']} SFT steps, coin-flip decisions)",
+            "format_primed",
+        ),
+        (f"+ GRPO ({setting['steps']} steps)", "grpo"),
+    ):
+        row = result[key]
+        lines.append(
+            f"| {label} | {_ci(row['reward'])} | {_ci(row['intervene_rate_when_guessing'])} "
+            f"| {_ci(row['intervene_rate_when_sure'])} |"
+        )
+    names = {
+        "never": "never intervene",
+        "always": "always intervene",
+        "when_guessing": "intervene exactly when guessing (best)",
+    }
+    for key, stats in result["reference_policies"].items():
+        lines.append(f"| reference: {names[key]} | {_ci(stats)} | | |")
+    seconds = result["seconds"]
+    lines += [
+        "",
+        f"Time: format priming {seconds['format_priming']:.0f} s, GRPO {seconds['grpo']:.0f} s, "
+        f"one evaluation about {result['grpo']['seconds']:.0f} s.",
+        "",
+        "GRPO log (mean over the 16 completions of each step):",
+        "",
+        "| step | reward | intervene | unparsable |",
+        "|---:|---:|---:|---:|",
+    ]
+    for i, entry in enumerate(result["grpo_log"], start=1):
+        lines.append(
+            f"| {entry.get('step', i)} | {entry['reward']:+.3f} "
+            f"| {entry.get('monitor/decided_intervene', float('nan')):.2f} "
+            f"| {entry.get('monitor/unparsable', float('nan')):.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-problems", type=int, default=64)
@@ -234,7 +327,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=16, help="completions per GRPO step")
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--lr", type=float, default=1e-5)
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "train_monitor_demo.json"
     )
@@ -260,6 +353,7 @@ def main() -> int:
         print(f"{label}:", json.dumps(result["reward"]), flush=True)
         return result
 
+    references = reference_policies(eval_states, eval_reward)
     untrained = score("untrained")
     with tempfile.TemporaryDirectory() as out_dir:
         prime_seconds = prime_format(
@@ -313,6 +407,7 @@ def main() -> int:
         "untrained": untrained,
         "format_primed": primed,
         "grpo": trained,
+        "reference_policies": references,
         "grpo_log": history,
         "seconds": {"format_priming": round(prime_seconds, 1), "grpo": round(train_seconds, 1)},
         "threads": torch.get_num_threads(),
@@ -320,6 +415,7 @@ def main() -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
+    args.out.with_suffix(".md").write_text(markdown(result))
     print(json.dumps({k: result[k] for k in ("seconds", "trainable_parameters")}, indent=2))
     return 0
 

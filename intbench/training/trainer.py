@@ -24,7 +24,7 @@ def trainer_options(options: dict[str, Any]) -> dict[str, Any]:
     """``trainer:`` options with CPU-friendly defaults where no GPU is present.
 
     TRL turns on bf16 and gradient checkpointing by default, which suits GPUs;
-    on a CPU without bf16 units bf16 made a GRPO step about 4x slower
+    on a 2-core CPU without bf16 units the two made a GRPO step 3.8x slower
     (benchmarks/results/train_monitor_demo.md), so there both default to off.
     Values set in the config always win.
     """
