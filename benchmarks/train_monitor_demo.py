@@ -128,18 +128,23 @@ def sample_replies(
     return replies
 
 
-def evaluate(
-    model, tokenizer, states, reward: MonitorReward, samples: int, max_new_tokens: int
-) -> dict:
-    replies = sample_replies(model, tokenizer, states["prompt"], samples, max_new_tokens, seed=1234)
-    rows = [states[i] for i in range(len(states)) for _ in range(samples)]
-    rewards = reward(
+def score_replies(reward: MonitorReward, rows: list[dict], replies: list[str]) -> list[float]:
+    """The env's reward for ``replies[i]`` given at decision state ``rows[i]``."""
+    return reward(
         prompts=[r["prompt"] for r in rows],
         completions=replies,
         problem_index=[r["problem_index"] for r in rows],
         waits=[r["waits"] for r in rows],
         seed=[r["seed"] for r in rows],
     )
+
+
+def evaluate(
+    model, tokenizer, states, reward: MonitorReward, samples: int, max_new_tokens: int
+) -> dict:
+    replies = sample_replies(model, tokenizer, states["prompt"], samples, max_new_tokens, seed=1234)
+    rows = [states[i] for i in range(len(states)) for _ in range(samples)]
+    rewards = score_replies(reward, rows, replies)
     episodes: dict[str, list[dict]] = {}
     for row, value, components in zip(rows, rewards, reward.last_components, strict=True):
         episodes.setdefault(row["problem_id"], []).append(
@@ -185,16 +190,10 @@ def reference_policies(states, reward: MonitorReward) -> dict:
         "always": lambda row: YES,
         "when_guessing": lambda row: NO if row["baseline_correct"] else YES,
     }
+    rows = [states[i] for i in range(len(states))]
     out = {}
     for name, policy in policies.items():
-        rows = [states[i] for i in range(len(states))]
-        values = reward(
-            prompts=[r["prompt"] for r in rows],
-            completions=[policy(r) for r in rows],
-            problem_index=[r["problem_index"] for r in rows],
-            waits=[r["waits"] for r in rows],
-            seed=[r["seed"] for r in rows],
-        )
+        values = score_replies(reward, rows, [policy(r) for r in rows])
         out[name] = bootstrap(
             {r["problem_id"]: [v] for r, v in zip(rows, values, strict=True)},
             lambda eps: float(np.mean(eps)),
