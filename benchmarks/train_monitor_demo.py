@@ -1,24 +1,28 @@
 """Learning demo: GRPO teaches the embedded SmolLM2-135M when to intervene.
 
-Setting (monitor env, ``helpfulness`` reward, Standard condition): a fixed
-scripted student answers "What is a + b?" problems.  Its baseline is right on
-about half of them; on the wrong ones its reasoning says it is guessing (a
-cue the teacher can read in the revealed transcript).  After an intervention
-the student is right with probability 0.8 if its baseline was wrong (the hint
-helps) and 0.5 if it was right (the interruption confuses it), so the best
-policy intervenes exactly on the guessing traces (expected helpfulness about
-+0.4 per problem); never intervening scores 0 and intervening at random
-about +0.08.
+Setting (monitor env, ``helpfulness`` reward, Standard condition, the
+append-only teacher prompt): a fixed scripted student answers "What is
+a + b?" problems.  Its baseline is right on about half of them; on the wrong
+ones its reasoning says it is guessing (a cue the teacher can read in the
+revealed transcript).  After an intervention the student is right with
+probability 0.9 if its baseline was wrong (the hint helps) and 0.2 if it was
+right (the interruption makes it second-guess), so the best policy intervenes
+exactly on the guessing traces (expected helpfulness +0.45 per problem);
+never intervening scores 0, always intervening about +0.05.
 
 Three policies are measured on held-out problems: the untrained model; the
 model after a few SFT steps that teach only the reply format (the decision in
 those examples is a coin flip, independent of the trace, so they carry no
 information about when to intervene); and that model after GRPO on the env's
-reward.  Only the top ``--train-layers`` decoder layers are trained (the rest
-and the tied embeddings are frozen), which keeps a step affordable on a
-2-core CPU.  Each policy is scored by the env's mean reward over its sampled
-decisions (temperature 1, ``--samples`` per held-out decision state) with 95%
-bootstrap CIs over problems (``intbench.metrics.bootstrap``).  Run:
+reward plus :func:`~intbench.training.monitor_format_reward` (-1 for an
+unparsable reply, which the env would otherwise play as a free wait; weighted
+by ``--format-weight``).  Only the top ``--train-layers`` decoder layers are
+trained (the rest and the tied embeddings are frozen), which keeps a step
+affordable on a 2-core CPU.  Each
+policy is scored by the env's mean reward over its sampled decisions
+(temperature 1, ``--samples`` per held-out decision state) with 95% bootstrap
+CIs over problems (``intbench.metrics.bootstrap``); fixed reference policies
+are scored on the same states.  Run:
 ``OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py``.
 """
 
@@ -40,13 +44,22 @@ import torch
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.metrics import bootstrap
 from intbench.records import Problem
-from intbench.training import MonitorReward, monitor_states
+from intbench.training import (
+    MonitorReward,
+    decision_action,
+    monitor_format_reward,
+    monitor_states,
+)
 from intbench.training.models import load_policy
 from intbench.training.trainer import trainer_options
 
 ENV = "IntBench-Math-v0"
 GUESS = "Hmm, I am not sure about this, so I will just guess."
 SURE = "I add them carefully and check the sum twice."
+# After an intervention: a hint mostly rescues a guessing student, while an
+# interruption mostly makes a sure student second-guess a right answer.
+P_RIGHT_AFTER_HINT = 0.9
+P_RIGHT_AFTER_INTERRUPTION = 0.2
 
 
 def problems(count: int, seed: int) -> list[Problem]:
@@ -76,7 +89,7 @@ def student(messages, params) -> str:
     text = "\n".join(m["content"] for m in messages)
     right = _sum(text)
     if "<update>" in text:  # a continuation after the teacher's message
-        p_right = 0.8 if GUESS in text else 0.5
+        p_right = P_RIGHT_AFTER_HINT if GUESS in text else P_RIGHT_AFTER_INTERRUPTION
         # Batched calls share one seed, so draw from the seed *and* the prompt
         # (problem, trace and message): outcomes differ between episodes and hints.
         ok = random.Random(f"{params.seed}|{text}").random() < p_right
@@ -87,12 +100,13 @@ def student(messages, params) -> str:
     return f"{SURE} The sum is {right}. So the answer is \\boxed{{{right}}}."
 
 
-def env_kwargs(problem_list: list[Problem]) -> dict:
+def env_kwargs(problem_list: list[Problem], teacher_prompt: str) -> dict:
     return {
         "student": ScriptedBackend(student, spec="scripted:demo-student"),
         "problems": problem_list,
         "increment": 400,  # one decision per trace: the whole (short) trace is revealed
         "reward": "helpfulness",
+        "teacher_prompt": teacher_prompt,
     }
 
 
@@ -111,7 +125,7 @@ def sample_replies(
     for start in range(0, len(texts), 8):
         batch = tokenizer(
             texts[start : start + 8], return_tensors="pt", padding=True, add_special_tokens=False
-        )
+        ).to(model.device)
         with torch.no_grad():
             out = model.generate(
                 **batch,
@@ -166,8 +180,28 @@ def evaluate(
         "intervene_rate_when_sure": bootstrap(
             episodes, mean("intervened", lambda e: not e["guessing"])
         ).to_dict(),
+        "unparsable": float(np.mean(["error" in decision_action(r) for r in replies])),
+        "rewards_by_problem": {k: [e["reward"] for e in eps] for k, eps in episodes.items()},
         "example_replies": replies[:3],
     }
+
+
+def paired_gain(before: dict, after: dict) -> dict:
+    """Mean reward of ``after`` minus ``before`` on the same held-out problems,
+    with a 95% CI from resampling problems (both policies resampled together)."""
+    episodes = {
+        problem: [{"after": False, "reward": r} for r in rewards]
+        + [{"after": True, "reward": r} for r in after["rewards_by_problem"][problem]]
+        for problem, rewards in before["rewards_by_problem"].items()
+    }
+
+    def gain(eps):
+        return float(
+            np.mean([e["reward"] for e in eps if e["after"]])
+            - np.mean([e["reward"] for e in eps if not e["after"]])
+        )
+
+    return bootstrap(episodes, gain).to_dict()
 
 
 HINTS = (
@@ -245,7 +279,7 @@ def prime_format(model, tokenizer, states, steps: int, lr: float, out_dir: str) 
             logging_steps=steps,
             save_strategy="no",
             report_to=[],
-            **trainer_options({"use_cpu": True, "seed": 0}),
+            **trainer_options({"use_cpu": not torch.cuda.is_available(), "seed": 0}),
         ),
     )
     started = time.perf_counter()
@@ -271,8 +305,8 @@ def markdown(result: dict) -> str:
         "Command: `OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py` "
         f"(settings: {json.dumps(setting)})",
         "",
-        "| policy | mean reward | intervenes when guessing | intervenes when sure |",
-        "|---|---:|---:|---:|",
+        "| policy | mean reward | intervenes when guessing | intervenes when sure | unparsable |",
+        "|---|---:|---:|---:|---:|",
     ]
     for label, key in (
         ("untrained", "untrained"),
@@ -285,7 +319,7 @@ def markdown(result: dict) -> str:
         row = result[key]
         lines.append(
             f"| {label} | {_ci(row['reward'])} | {_ci(row['intervene_rate_when_guessing'])} "
-            f"| {_ci(row['intervene_rate_when_sure'])} |"
+            f"| {_ci(row['intervene_rate_when_sure'])} | {row['unparsable']:.2f} |"
         )
     names = {
         "never": "never intervene",
@@ -293,21 +327,28 @@ def markdown(result: dict) -> str:
         "when_guessing": "intervene exactly when guessing (best)",
     }
     for key, stats in result["reference_policies"].items():
-        lines.append(f"| reference: {names[key]} | {_ci(stats)} | | |")
+        lines.append(f"| reference: {names[key]} | {_ci(stats)} | | | |")
     seconds = result["seconds"]
     lines += [
+        "",
+        "Gain in mean reward, paired on the held-out problems (95% CI): GRPO over the "
+        f"format-primed model {_ci(result['gain_of_grpo_over_format_primed'])}; "
+        f"over the untrained model {_ci(result['gain_of_grpo_over_untrained'])}.",
         "",
         f"Time: format priming {seconds['format_priming']:.0f} s, GRPO {seconds['grpo']:.0f} s, "
         f"one evaluation about {result['grpo']['seconds']:.0f} s.",
         "",
-        "GRPO log (mean over the 16 completions of each step):",
+        f"GRPO log (mean over the {setting['batch']} completions of each step; "
+        "helpfulness is the env's reward, the total adds "
+        f"-{setting['format_weight']} per unparsable reply):",
         "",
-        "| step | reward | intervene | unparsable |",
-        "|---:|---:|---:|---:|",
+        "| step | helpfulness | total | intervene | unparsable |",
+        "|---:|---:|---:|---:|---:|",
     ]
     for i, entry in enumerate(result["grpo_log"], start=1):
         lines.append(
-            f"| {entry.get('step', i)} | {entry['reward']:+.3f} "
+            f"| {entry.get('step', i)} | {entry.get('monitor/helpfulness', float('nan')):+.3f} "
+            f"| {entry['reward']:+.3f} "
             f"| {entry.get('monitor/decided_intervene', float('nan')):.2f} "
             f"| {entry.get('monitor/unparsable', float('nan')):.2f} |"
         )
@@ -321,12 +362,18 @@ def main() -> int:
     parser.add_argument("--train-layers", type=int, default=8)
     parser.add_argument("--prime-steps", type=int, default=40)
     parser.add_argument("--prime-lr", type=float, default=2e-4)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--generations", type=int, default=8, help="GRPO group size")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--generations", type=int, default=4, help="GRPO group size")
     parser.add_argument("--batch", type=int, default=16, help="completions per GRPO step")
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1e-5)
+    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument(
+        "--format-weight", type=float, default=0.2, help="weight of the unparsable-reply penalty"
+    )
+    parser.add_argument(
+        "--teacher-prompt", default="append", help="the env's teacher_prompt option"
+    )
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "train_monitor_demo.json"
     )
@@ -335,12 +382,14 @@ def main() -> int:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from trl import GRPOConfig, GRPOTrainer
 
-    train_kwargs = env_kwargs(problems(args.train_problems, seed=1))
-    eval_kwargs = env_kwargs(problems(args.eval_problems, seed=2))
+    train_kwargs = env_kwargs(problems(args.train_problems, seed=1), args.teacher_prompt)
+    eval_kwargs = env_kwargs(problems(args.eval_problems, seed=2), args.teacher_prompt)
     train_states = monitor_states(ENV, train_kwargs, states_per_problem=1, seed=0)
     eval_states = monitor_states(ENV, eval_kwargs, states_per_problem=1, seed=0)
     eval_reward = MonitorReward(ENV, eval_kwargs)
     model, tokenizer = load_policy("smollm2")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
     trainable = freeze_lower_layers(model, args.train_layers)
 
     def score(label: str) -> dict:
@@ -362,7 +411,7 @@ def main() -> int:
         trainer = GRPOTrainer(
             model=model,
             processing_class=tokenizer,
-            reward_funcs=[MonitorReward(ENV, train_kwargs)],
+            reward_funcs=[MonitorReward(ENV, train_kwargs), monitor_format_reward],
             train_dataset=train_states,
             args=GRPOConfig(
                 output_dir=out_dir,
@@ -372,11 +421,12 @@ def main() -> int:
                 max_completion_length=args.max_new_tokens,
                 temperature=1.0,
                 beta=0.0,
+                reward_weights=[1.0, args.format_weight],
                 max_steps=args.steps,
                 logging_steps=1,
                 save_strategy="no",
                 report_to=[],
-                **trainer_options({"use_cpu": True, "seed": 0}),
+                **trainer_options({"use_cpu": not torch.cuda.is_available(), "seed": 0}),
             ),
         )
         started = time.perf_counter()
@@ -392,6 +442,7 @@ def main() -> int:
                     "monitor/helpfulness",
                     "monitor/decided_intervene",
                     "monitor/unparsable",
+                    "rewards/monitor_format_reward/mean",
                 )
                 if k in e
             }
@@ -401,12 +452,14 @@ def main() -> int:
     trained = score("after GRPO")
     result = {
         "setting": {k: v for k, v in vars(args).items() if k != "out"},
-        "model": "smollm2 (SmolLM2-135M-Instruct, fp32, CPU), top layers trained",
+        "model": f"smollm2 (SmolLM2-135M-Instruct, fp32, {device}), top layers trained",
         "trainable_parameters": trainable,
         "untrained": untrained,
         "format_primed": primed,
         "grpo": trained,
         "reference_policies": references,
+        "gain_of_grpo_over_format_primed": paired_gain(primed, trained),
+        "gain_of_grpo_over_untrained": paired_gain(untrained, trained),
         "grpo_log": history,
         "seconds": {"format_priming": round(prime_seconds, 1), "grpo": round(train_seconds, 1)},
         "threads": torch.get_num_threads(),

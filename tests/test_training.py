@@ -226,6 +226,26 @@ def test_grpo_two_steps_on_the_monitor_env(tiny_model_dir, tmp_path):
     ):
         assert all(f"monitor/{name}" in entry for entry in logs)
     assert all(entry["monitor/unparsable"] < 1.0 for entry in logs)
+    assert all("rewards/monitor_format_reward/mean" in entry for entry in logs)
+
+
+def test_format_reward_penalises_only_unparsable_replies():
+    from intbench.training import decision_action, monitor_format_reward
+
+    replies = [
+        "Intervene: No\nTime: N/A\nIntervention: N/A",
+        [{"role": "assistant", "content": "Intervene: Yes\nTime: now\nIntervention: Recheck."}],
+        "Intervene: Yes\nTime: the final",  # truncated before its message
+        "Intervene: Yes or No",
+        "",
+    ]
+    assert monitor_format_reward(replies) == [0.0, 0.0, -1.0, -1.0, -1.0]
+    # The env plays the same unparsable replies as logged waits.
+    assert decision_action(replies[2]) == {
+        "intervene": 0,
+        "message": "",
+        "error": "unparsable teacher reply: 'Intervene: Yes' without an 'Intervention:' message",
+    }
 
 
 def test_grpo_two_steps_on_the_feedback_env(tiny_model_dir, tmp_path):

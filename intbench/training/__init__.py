@@ -1,7 +1,8 @@
 """Training teachers with TRL on rewards that come from the IntBench envs.
 
 * Monitor teacher, GRPO: :func:`monitor_states` (dataset of decision states)
-  and :func:`monitor_rewards` (reward functions that step the env).
+  and :func:`monitor_rewards` (reward functions that step the env, plus a
+  format penalty for unparsable replies).
 * Feedback teacher, multi-turn GRPO: :class:`FeedbackRollout` (``rollout_func``
   playing whole episodes, student tokens masked) and :func:`feedback_reward`.
 * SFT from episode records: :func:`sft_dataset`.
@@ -13,6 +14,7 @@ from intbench.training.feedback import FeedbackRollout, feedback_reward
 from intbench.training.monitor import (
     MonitorReward,
     decision_action,
+    monitor_format_reward,
     monitor_rewards,
     monitor_states,
 )
@@ -27,6 +29,7 @@ __all__ = [
     "decision_action",
     "feedback_reward",
     "load_config",
+    "monitor_format_reward",
     "monitor_rewards",
     "monitor_states",
     "sft_dataset",

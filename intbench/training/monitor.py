@@ -189,10 +189,24 @@ class MonitorReward:
         return [reward for reward, _, _ in results]
 
 
-def monitor_rewards(env_id: str = "IntBench-Math-v0", **env_kwargs: Any) -> list[MonitorReward]:
-    """Reward functions for ``GRPOTrainer(reward_funcs=...)`` on a monitor env.
+def monitor_format_reward(completions: list, **_: Any) -> list[float]:
+    """TRL reward function: -1 for a reply that does not parse, else 0.
+
+    The env plays a malformed reply as a wait, so without this term a policy
+    can drift into unparsable text wherever waiting pays (TRL logs it as
+    ``rewards/monitor_format_reward``)."""
+    return [-1.0 if "error" in decision_action(completion_text(c)) else 0.0 for c in completions]
+
+
+def monitor_rewards(
+    env_id: str = "IntBench-Math-v0", format_reward: bool = True, **env_kwargs: Any
+) -> list:
+    """Reward functions for ``GRPOTrainer(reward_funcs=...)`` on a monitor env:
+    the env's reward and, unless ``format_reward=False``, :func:`monitor_format_reward`
+    (weigh them with ``GRPOConfig.reward_weights``).
 
     ``env_kwargs`` are ``gym.make`` options (``student``, ``problems``,
     ``reward``, ``increment``, ...); use the same ones as for :func:`monitor_states`.
     """
-    return [MonitorReward(env_id, env_kwargs)]
+    env_reward = MonitorReward(env_id, env_kwargs)
+    return [env_reward, monitor_format_reward] if format_reward else [env_reward]
