@@ -18,11 +18,10 @@ reward plus :func:`~intbench.training.monitor_format_reward` (-1 for an
 unparsable reply, which the env would otherwise play as a free wait; weighted
 by ``--format-weight``).  Only the top ``--train-layers`` decoder layers are
 trained (the rest and the tied embeddings are frozen), which keeps a step
-affordable on a 2-core CPU.  Each
-policy is scored by the env's mean reward over its sampled decisions
-(temperature 1, ``--samples`` per held-out decision state) with 95% bootstrap
-CIs over problems (``intbench.metrics.bootstrap``); fixed reference policies
-are scored on the same states.  Run:
+affordable on a 2-core CPU.  Each policy is scored by the env's mean reward
+over its sampled decisions (temperature 1, ``--samples`` per held-out decision
+state) with 95% bootstrap CIs over problems (``intbench.metrics.bootstrap``);
+fixed reference policies are scored on the same states.  Run:
 ``OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py``.
 """
 
@@ -47,7 +46,7 @@ from intbench.records import Problem
 from intbench.training import (
     MonitorReward,
     decision_action,
-    monitor_format_reward,
+    monitor_rewards,
     monitor_states,
 )
 from intbench.training.models import load_policy
@@ -411,7 +410,7 @@ def main() -> int:
         trainer = GRPOTrainer(
             model=model,
             processing_class=tokenizer,
-            reward_funcs=[MonitorReward(ENV, train_kwargs), monitor_format_reward],
+            reward_funcs=monitor_rewards(ENV, **train_kwargs),
             train_dataset=train_states,
             args=GRPOConfig(
                 output_dir=out_dir,

@@ -199,14 +199,18 @@ def monitor_format_reward(completions: list, **_: Any) -> list[float]:
 
 
 def monitor_rewards(
-    env_id: str = "IntBench-Math-v0", format_reward: bool = True, **env_kwargs: Any
+    env_id: str = "IntBench-Math-v0",
+    format_reward: bool = True,
+    pool: EnvPool | None = None,
+    **env_kwargs: Any,
 ) -> list:
     """Reward functions for ``GRPOTrainer(reward_funcs=...)`` on a monitor env:
     the env's reward and, unless ``format_reward=False``, :func:`monitor_format_reward`
     (weigh them with ``GRPOConfig.reward_weights``).
 
     ``env_kwargs`` are ``gym.make`` options (``student``, ``problems``,
-    ``reward``, ``increment``, ...); use the same ones as for :func:`monitor_states`.
+    ``reward``, ``increment``, ...); use the same ones as for :func:`monitor_states`,
+    or pass the ``pool`` the states were built from.
     """
-    env_reward = MonitorReward(env_id, env_kwargs)
+    env_reward = MonitorReward(env_id, env_kwargs, pool=pool)
     return [env_reward, monitor_format_reward] if format_reward else [env_reward]

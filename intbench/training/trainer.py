@@ -58,7 +58,7 @@ def build_trainer(config: TrainConfig) -> Any:
     )
     pool = EnvPool(config.env, config.env_kwargs())
     if pool.protocol == "monitor":
-        from intbench.training.monitor import MonitorReward, monitor_format_reward, monitor_states
+        from intbench.training.monitor import monitor_rewards, monitor_states
 
         dataset = monitor_states(
             pool=pool, states_per_problem=config.states_per_problem, seed=config.seed
@@ -68,7 +68,7 @@ def build_trainer(config: TrainConfig) -> Any:
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
-            reward_funcs=[MonitorReward(pool=pool), monitor_format_reward],
+            reward_funcs=monitor_rewards(pool=pool),
         )
     from intbench.training.feedback import FeedbackRollout, feedback_reward
 
