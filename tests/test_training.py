@@ -455,3 +455,30 @@ def test_trainer_options_default_to_fp32_without_a_gpu(monkeypatch):
     assert trainer_options({"bf16": True})["bf16"] is True  # the config wins
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert trainer_options({"max_steps": 2}) == {"max_steps": 2}
+
+
+def test_cli_monitor_grpo_trainer_scores_the_env_and_the_format(tiny_model_dir, tmp_path):
+    from intbench.training import load_config
+    from intbench.training.trainer import build_trainer
+
+    config = load_config(
+        None,
+        env="IntBench-Math-v0",
+        model=f"hf:{tiny_model_dir}",
+        student=f"hf:{tiny_model_dir}",
+        n=2,
+        states_per_problem=1,
+        env_options={"student_sampling": {"max_tokens": 8}, "increment": 8},
+        output_dir=str(tmp_path / "grpo"),
+        trainer={
+            "max_steps": 1,
+            "per_device_train_batch_size": 2,
+            "num_generations": 2,
+            "report_to": [],
+            "use_cpu": True,
+        },
+    )
+    trainer = build_trainer(config)
+    names = [getattr(f, "__name__", "") for f in trainer.reward_funcs]
+    assert names == ["monitor_reward", "monitor_format_reward"]
+    assert len(trainer.train_dataset) == 2
