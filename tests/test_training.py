@@ -457,15 +457,15 @@ def test_trainer_options_default_to_fp32_without_a_gpu(monkeypatch):
     assert trainer_options({"max_steps": 2}) == {"max_steps": 2}
 
 
-def test_cli_monitor_grpo_trainer_scores_the_env_and_the_format(tiny_model_dir, tmp_path):
+def one_step_monitor_config(tmp_path, model: str, student: str, **trainer_options):
+    """The CLI's config for one GRPO step on two math problems."""
     from intbench.training import load_config
-    from intbench.training.trainer import build_trainer
 
-    config = load_config(
+    return load_config(
         None,
         env="IntBench-Math-v0",
-        model=f"hf:{tiny_model_dir}",
-        student=f"hf:{tiny_model_dir}",
+        model=model,
+        student=student,
         n=2,
         states_per_problem=1,
         env_options={"student_sampling": {"max_tokens": 8}, "increment": 8},
@@ -476,9 +476,43 @@ def test_cli_monitor_grpo_trainer_scores_the_env_and_the_format(tiny_model_dir, 
             "num_generations": 2,
             "report_to": [],
             "use_cpu": True,
+            **trainer_options,
         },
     )
-    trainer = build_trainer(config)
+
+
+def test_cli_monitor_grpo_trainer_scores_the_env_and_the_format(tiny_model_dir, tmp_path):
+    from intbench.training.trainer import build_trainer
+
+    trainer = build_trainer(
+        one_step_monitor_config(tmp_path, f"hf:{tiny_model_dir}", f"hf:{tiny_model_dir}")
+    )
     names = [getattr(f, "__name__", "") for f in trainer.reward_funcs]
     assert names == ["monitor_reward", "monitor_format_reward"]
     assert len(trainer.train_dataset) == 2
+
+
+def test_grpo_with_kl_gets_a_reference_copy_of_the_embedded_policy(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """With ``beta > 0`` TRL loads the reference from the policy's config path,
+    which for the GGUF-built embedded model is not loadable: the trainer saves
+    a plain copy first and both models start from it."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import intbench.agents.embedded as embedded
+    from intbench.training.trainer import REFERENCE_DIR, build_trainer
+
+    def gguf_built():  # like load_embedded_plain: its path holds no loadable model
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+        model.config._name_or_path = str(tmp_path / "gguf-only")
+        return model, AutoTokenizer.from_pretrained(tiny_model_dir)
+
+    monkeypatch.setattr(embedded, "load_embedded_plain", gguf_built)
+    config = one_step_monitor_config(tmp_path, "smollm2", f"hf:{tiny_model_dir}", beta=0.1)
+    trainer = build_trainer(config)
+    assert (tmp_path / "grpo" / REFERENCE_DIR / "config.json").exists()
+    policy = dict(trainer.model.named_parameters())
+    for name, weight in trainer.ref_model.named_parameters():
+        assert torch.equal(weight, policy[name]), name

@@ -18,6 +18,7 @@ from intbench.training.models import load_policy, save_policy
 logger = logging.getLogger(__name__)
 
 FINAL_DIR = "final"
+REFERENCE_DIR = "reference"
 
 
 def trainer_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -35,13 +36,34 @@ def trainer_options(options: dict[str, Any]) -> dict[str, Any]:
     return {"bf16": False, "gradient_checkpointing": False, **options}
 
 
+def _grpo_policy(config: TrainConfig, beta: float) -> tuple[Any, Any]:
+    """The policy to train with GRPO, loadable as TRL's KL reference when ``beta > 0``.
+
+    TRL loads that reference with ``from_pretrained`` from the policy's config
+    path (or, with LoRA, turns the adapters off).  The embedded model is built
+    from a GGUF file that such a path cannot load, so it is first saved as a
+    plain model directory under the run's output (by one process under
+    ``accelerate launch``) and the policy is loaded from there.
+    """
+    if beta <= 0 or config.model != "smollm2" or config.lora is not None:
+        return load_policy(config.model, config.lora)
+    from accelerate import PartialState
+
+    directory = Path(config.output_dir) / REFERENCE_DIR
+    with PartialState().main_process_first():
+        if not (directory / "config.json").exists():
+            save_policy(*load_policy(config.model), directory)
+    return load_policy(f"hf:{directory}")
+
+
 def build_trainer(config: TrainConfig) -> Any:
     """The configured TRL trainer (not yet trained)."""
-    model, tokenizer = load_policy(config.model, config.lora)
     if config.method == "sft":
         from trl import SFTConfig, SFTTrainer
 
         from intbench.training.sft import sft_dataset
+
+        model, tokenizer = load_policy(config.model, config.lora)
 
         if not config.records:
             raise ValueError("sft needs 'records': run directories written by intbench eval")
@@ -56,6 +78,7 @@ def build_trainer(config: TrainConfig) -> Any:
     args = GRPOConfig(
         output_dir=config.output_dir, seed=config.seed, **trainer_options(config.trainer)
     )
+    model, tokenizer = _grpo_policy(config, args.beta)
     pool = EnvPool(config.env, config.env_kwargs())
     if pool.protocol == "monitor":
         from intbench.training.monitor import monitor_rewards, monitor_states
