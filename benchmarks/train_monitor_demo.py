@@ -4,11 +4,13 @@ Setting (monitor env, ``helpfulness`` reward, Standard condition, the
 append-only teacher prompt): a fixed scripted student answers "What is
 a + b?" problems.  Its baseline is right on about half of them; on the wrong
 ones its reasoning says it is guessing (a cue the teacher can read in the
-revealed transcript).  After an intervention the student is right with
-probability 0.9 if its baseline was wrong (the hint helps) and 0.2 if it was
-right (the interruption makes it second-guess), so the best policy intervenes
-exactly on the guessing traces (expected helpfulness +0.45 per problem);
-never intervening scores 0, always intervening about +0.05.
+revealed transcript).  After an intervention a guessing student gets the sum
+right (the hint helps) and a sure one gets it wrong (the interruption makes it
+second-guess), so intervening scores +1 on a guessing trace and -1 on a sure
+one.  The best policy intervenes exactly on the guessing traces; never
+intervening scores 0, and always intervening scores the share of guessing
+problems minus the share of sure ones, about 0: only a policy that reads the
+trace can gain.
 
 Three policies are measured on held-out problems: the untrained model; the
 model after a few SFT steps that teach only the reply format (the decision in
@@ -16,12 +18,18 @@ those examples is a coin flip, independent of the trace, so they carry no
 information about when to intervene); and that model after GRPO on the env's
 reward plus :func:`~intbench.training.monitor_format_reward` (-1 for an
 unparsable reply, which the env would otherwise play as a free wait; weighted
-by ``--format-weight``).  Only the top ``--train-layers`` decoder layers are
-trained (the rest and the tied embeddings are frozen), which keeps a step
-affordable on a 2-core CPU.  Each policy is scored by the env's mean reward
-over its sampled decisions (temperature 1, ``--samples`` per held-out decision
-state) with 95% bootstrap CIs over problems (``intbench.metrics.bootstrap``);
-fixed reference policies are scored on the same states.  Run:
+by ``--format-weight``).  Two GRPO settings keep the overall intervention rate
+from drifting to "always" or "never" before the policy learns to tell the
+traces apart (without them every earlier run collapsed; see the results file):
+each step's prompts are half guessing and half sure traces
+(:func:`balanced_order`), so the pushes on the overall rate cancel, and a KL
+penalty (``--beta``) to the format-primed model pulls the rate back.  Only the
+top ``--train-layers`` decoder layers are trained (the rest and the tied
+embeddings are frozen), which keeps a step affordable on a 2-core CPU.  Each
+policy is scored by the env's mean reward over its sampled decisions
+(temperature 1, ``--samples`` per held-out decision state) with 95% bootstrap
+CIs over problems (``intbench.metrics.bootstrap``); fixed reference policies
+are scored on the same states.  Run:
 ``OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py``.
 """
 
@@ -55,10 +63,6 @@ from intbench.training.trainer import trainer_options
 ENV = "IntBench-Math-v0"
 GUESS = "Hmm, I am not sure about this, so I will just guess."
 SURE = "I add them carefully and check the sum twice."
-# After an intervention: a hint mostly rescues a guessing student, while an
-# interruption mostly makes a sure student second-guess a right answer.
-P_RIGHT_AFTER_HINT = 0.9
-P_RIGHT_AFTER_INTERRUPTION = 0.2
 
 
 def problems(count: int, seed: int) -> list[Problem]:
@@ -83,15 +87,12 @@ def _sum(text: str) -> int:
     return int(a) + int(b)
 
 
-def student(messages, params) -> str:
-    """The fixed student: baseline right or guessing (by problem), continuations by seed."""
+def student(messages) -> str:
+    """The fixed student: guessing (and wrong) on problems whose first addend is odd."""
     text = "\n".join(m["content"] for m in messages)
     right = _sum(text)
     if "<update>" in text:  # a continuation after the teacher's message
-        p_right = P_RIGHT_AFTER_HINT if GUESS in text else P_RIGHT_AFTER_INTERRUPTION
-        # Batched calls share one seed, so draw from the seed *and* the prompt
-        # (problem, trace and message): outcomes differ between episodes and hints.
-        ok = random.Random(f"{params.seed}|{text}").random() < p_right
+        ok = GUESS in text  # the hint rescues a guess and derails a sure answer
         return f"Following the hint, the answer is \\boxed{{{right if ok else right + 1}}}."
     guessing = int(re.search(r"What is (\d+)", text).group(1)) % 2 == 1
     if guessing:
@@ -246,6 +247,25 @@ def freeze_lower_layers(model, trainable: int) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def balanced_order(states, steps: int, prompts_per_step: int, seed: int):
+    """``states`` reordered so that every GRPO step sees as many guessing traces
+    as sure ones (``prompts_per_step`` must be even), reshuffled each epoch.
+
+    With a handful of prompts per step an unbalanced step pushes the overall
+    intervention rate up or down; balanced steps cancel that push, leaving the
+    difference between the two kinds of trace as what GRPO moves."""
+    rng = random.Random(seed)
+    guessing = [i for i in range(len(states)) if not states[i]["baseline_correct"]]
+    sure = [i for i in range(len(states)) if states[i]["baseline_correct"]]
+    order: list[int] = []
+    while len(order) < steps * prompts_per_step:
+        rng.shuffle(guessing)
+        rng.shuffle(sure)
+        for pair in zip(guessing, sure, strict=False):
+            order += rng.sample(pair, 2)
+    return states.select(order[: steps * prompts_per_step])
+
+
 def format_examples(states, seed: int) -> list[dict]:
     """Well-formed replies with a coin-flip decision: they teach the format only."""
     rng = random.Random(seed)
@@ -261,7 +281,7 @@ def format_examples(states, seed: int) -> list[dict]:
     return examples
 
 
-def prime_format(model, tokenizer, states, steps: int, lr: float, out_dir: str) -> float:
+def prime_format(model, tokenizer, states, steps: int, lr: float, out_dir: str, seed: int) -> float:
     """A few SFT steps on :func:`format_examples`; returns the seconds taken."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -269,7 +289,7 @@ def prime_format(model, tokenizer, states, steps: int, lr: float, out_dir: str) 
     trainer = SFTTrainer(
         model=model,
         processing_class=tokenizer,
-        train_dataset=Dataset.from_list(format_examples(states, seed=0)),
+        train_dataset=Dataset.from_list(format_examples(states, seed=seed)),
         args=SFTConfig(
             output_dir=out_dir,
             learning_rate=lr,
@@ -278,7 +298,7 @@ def prime_format(model, tokenizer, states, steps: int, lr: float, out_dir: str) 
             logging_steps=steps,
             save_strategy="no",
             report_to=[],
-            **trainer_options({"use_cpu": not torch.cuda.is_available(), "seed": 0}),
+            **trainer_options({"use_cpu": not torch.cuda.is_available(), "seed": seed}),
         ),
     )
     started = time.perf_counter()
@@ -313,7 +333,11 @@ def markdown(result: dict) -> str:
             f"format-primed ({setting['prime_steps']} SFT steps, coin-flip decisions)",
             "format_primed",
         ),
-        (f"+ GRPO ({setting['steps']} steps)", "grpo"),
+        (
+            f"+ GRPO ({setting['steps']} balanced steps, lr {setting['lr']:g}, "
+            f"KL beta {setting['beta']:g})",
+            "grpo",
+        ),
     ):
         row = result[key]
         lines.append(
@@ -361,14 +385,20 @@ def main() -> int:
     parser.add_argument("--train-layers", type=int, default=8)
     parser.add_argument("--prime-steps", type=int, default=40)
     parser.add_argument("--prime-lr", type=float, default=2e-4)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--generations", type=int, default=4, help="GRPO group size")
     parser.add_argument("--batch", type=int, default=16, help="completions per GRPO step")
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--lr", type=float, default=5e-5, help="constant learning rate")
+    parser.add_argument(
+        "--beta", type=float, default=0.2, help="KL penalty to the format-primed model"
+    )
     parser.add_argument(
         "--format-weight", type=float, default=0.2, help="weight of the unparsable-reply penalty"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seeds the priming, the step order and GRPO"
     )
     parser.add_argument(
         "--teacher-prompt", default="append", help="the env's teacher_prompt option"
@@ -404,28 +434,40 @@ def main() -> int:
     untrained = score("untrained")
     with tempfile.TemporaryDirectory() as out_dir:
         prime_seconds = prime_format(
-            model, tokenizer, train_states, args.prime_steps, args.prime_lr, out_dir
+            model, tokenizer, train_states, args.prime_steps, args.prime_lr, out_dir, args.seed
         )
         primed = score("format-primed")
+        # Reload from disk: TRL builds the KL reference from the model's path.
+        primed_dir = os.path.join(out_dir, "format-primed")
+        model.save_pretrained(primed_dir)
+        tokenizer.save_pretrained(primed_dir)
+        model, tokenizer = load_policy(f"hf:{primed_dir}")
+        model.to(device)
+        freeze_lower_layers(model, args.train_layers)
+        prompts_per_step = args.batch // args.generations
         trainer = GRPOTrainer(
             model=model,
             processing_class=tokenizer,
             reward_funcs=monitor_rewards(ENV, **train_kwargs),
-            train_dataset=train_states,
+            train_dataset=balanced_order(
+                train_states, args.steps, prompts_per_step, seed=args.seed
+            ),
             args=GRPOConfig(
                 output_dir=out_dir,
                 learning_rate=args.lr,
+                lr_scheduler_type="constant",
+                shuffle_dataset=False,  # keep balanced_order's steps
                 per_device_train_batch_size=args.batch,
                 num_generations=args.generations,
                 max_completion_length=args.max_new_tokens,
                 temperature=1.0,
-                beta=0.0,
+                beta=args.beta,
                 reward_weights=[1.0, args.format_weight],
                 max_steps=args.steps,
                 logging_steps=1,
                 save_strategy="no",
                 report_to=[],
-                **trainer_options({"use_cpu": not torch.cuda.is_available(), "seed": 0}),
+                **trainer_options({"use_cpu": not torch.cuda.is_available(), "seed": args.seed}),
             ),
         )
         started = time.perf_counter()
