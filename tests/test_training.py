@@ -511,8 +511,12 @@ def test_grpo_with_kl_gets_a_reference_copy_of_the_embedded_policy(
 
     monkeypatch.setattr(embedded, "load_embedded_plain", gguf_built)
     config = one_step_monitor_config(tmp_path, "smollm2", f"hf:{tiny_model_dir}", beta=0.1)
+    interrupted = tmp_path / "grpo" / f"{REFERENCE_DIR}.partial"  # an earlier save cut short
+    interrupted.mkdir(parents=True)
+    (interrupted / "config.json").write_text("{")
     trainer = build_trainer(config)
     assert (tmp_path / "grpo" / REFERENCE_DIR / "config.json").exists()
+    assert not interrupted.exists()
     policy = dict(trainer.model.named_parameters())
     for name, weight in trainer.ref_model.named_parameters():
         assert torch.equal(weight, policy[name]), name

@@ -8,6 +8,7 @@ model).
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,12 @@ def _grpo_policy(config: TrainConfig, beta: float) -> tuple[Any, Any]:
 
     directory = Path(config.output_dir) / REFERENCE_DIR
     with PartialState().main_process_first():
-        if not (directory / "config.json").exists():
-            save_policy(*load_policy(config.model), directory)
+        if not directory.is_dir():
+            # Save beside it, then rename: an interrupted save leaves no half-written reference.
+            partial = directory.with_name(f"{REFERENCE_DIR}.partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            save_policy(*load_policy(config.model), partial)
+            partial.rename(directory)
     return load_policy(f"hf:{directory}")
 
 
@@ -63,11 +68,10 @@ def build_trainer(config: TrainConfig) -> Any:
 
         from intbench.training.sft import sft_dataset
 
-        model, tokenizer = load_policy(config.model, config.lora)
-
         if not config.records:
             raise ValueError("sft needs 'records': run directories written by intbench eval")
         dataset = sft_dataset(config.records, config.filter)
+        model, tokenizer = load_policy(config.model, config.lora)
         args = SFTConfig(
             output_dir=config.output_dir, seed=config.seed, **trainer_options(config.trainer)
         )
