@@ -37,6 +37,10 @@ from intbench.records import Episode
 logger = logging.getLogger(__name__)
 
 EPISODES_FILE = "episodes.jsonl"
+EPISODE_TIMEOUT_S = 1800.0
+"""Default wall-clock limit of one episode (``run_eval(episode_timeout_s=...)``,
+``intbench eval --episode-timeout``).  Every model call and grader is bounded on
+its own; this bounds their sum, so one pathological episode cannot stall a run."""
 CONFIG_FILE = "config.json"
 PROBLEMS_FILE = "problems.jsonl"
 
@@ -160,8 +164,16 @@ def run_eval(
     concurrency: int = 8,
     progress: bool = True,
     on_episode: Callable[[dict], None] | None = None,
+    episode_timeout_s: float | None = EPISODE_TIMEOUT_S,
 ) -> RunResult:
-    """Run (or resume) an evaluation and return all its episode records."""
+    """Run (or resume) an evaluation and return all its episode records.
+
+    An episode still running ``episode_timeout_s`` seconds after its reset
+    (checked between rounds; ``None`` for no limit) is recorded as failed,
+    like a model or grader error, and so re-run on resume.
+    """
+    if episode_timeout_s is not None and not episode_timeout_s > 0:
+        raise ValueError(f"episode_timeout_s must be positive, got {episode_timeout_s!r}")
     from intbench.teachers import make_teacher
 
     out = Path(out_dir)
@@ -190,6 +202,7 @@ def run_eval(
         while todo or active:
             free = [slot for slot in range(len(envs)) if slot not in active][: len(todo)]
             starting = [(slot, todo.pop(0)) for slot in free]
+            reset_at = time.monotonic()  # the limit counts the reset (baseline) too
             resets = flows.run_flows(
                 [
                     envs[slot].reset_flow(
@@ -205,7 +218,9 @@ def run_eval(
             )
             for (slot, key), (obs, info) in zip(starting, resets, strict=True):
                 teacher.reset(slot)
-                active[slot] = {"key": key, "obs": obs, "info": info, "step": 0}
+                active[slot] = {
+                    "key": key, "obs": obs, "info": info, "step": 0, "start": reset_at
+                }  # fmt: skip
             slots = sorted(active)
             seeds = [episode_seed(config, active[s]["key"]) + active[s]["step"] for s in slots]
             actions = teacher.act(
@@ -226,6 +241,14 @@ def run_eval(
                         on_episode(record)
                     del active[slot]
                     _tick(bar, student, teacher)
+            for slot in _overdue(active, episode_timeout_s):
+                record = _timeout_record(
+                    problems, config, active.pop(slot)["key"], episode_timeout_s
+                )
+                log.append(record)
+                if on_episode:
+                    on_episode(record)
+                _tick(bar, student, teacher)
     finally:
         if bar is not None:
             bar.close()
@@ -260,6 +283,32 @@ def _finish_record(episode: Episode, config: RunConfig, key: str, teacher, slot:
         episode.metadata["teacher_outputs"] = outputs
         prompt, completion = teacher.tokens[slot]
         episode.tokens.update(teacher_prompt=prompt, teacher_completion=completion)
+    return episode.to_dict()
+
+
+def _overdue(active: dict[int, dict], limit_s: float | None) -> list[int]:
+    """Slots whose episode has run longer than ``limit_s`` seconds."""
+    if limit_s is None:
+        return []
+    now = time.monotonic()
+    return [slot for slot, state in active.items() if now - state["start"] > limit_s]
+
+
+def _timeout_record(problems: list, config: RunConfig, key: str, limit_s: float) -> dict:
+    """A failed-episode record for an episode cut off by the wall-clock limit."""
+    problem_index, repeat = key.split(":")
+    problem = problems[int(problem_index)]
+    episode = Episode(
+        protocol=protocol_of(config.env_id),
+        problem_id=problem.id,
+        domain=problem.domain,
+        student=config.student,
+        teacher=config.teacher,
+        judge=config.judge,
+        seed=episode_seed(config, key),
+        error=f"episode exceeded the wall-clock limit of {limit_s:g} s (--episode-timeout)",
+        metadata={"run_key": key, "problem_index": int(problem_index), "repeat": int(repeat)},
+    )
     return episode.to_dict()
 
 

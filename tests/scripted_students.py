@@ -21,3 +21,11 @@ def flaky(messages):
     if marker.exists() and marker.read_text() in messages[-1]["content"]:
         raise RuntimeError("injected student failure")
     return TRACE
+
+
+def stalls(messages):
+    """Stalls for a few seconds on the problem named in a marker file, to trip episode limits."""
+    marker = Path(os.environ["INTBENCH_TEST_STALL"])
+    if marker.exists() and marker.read_text() in messages[-1]["content"]:
+        time.sleep(2.5)
+    return TRACE

@@ -135,6 +135,36 @@ def test_failed_episodes_are_recorded_then_retried(tmp_path, monkeypatch):
     assert not any(e["error"] for e in second.episodes) and len(keys_in(out)) == 4
 
 
+def test_an_episode_past_its_wall_clock_limit_fails_and_is_rerun(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    problems = load_problems("math", source="offline", n=3, seed=0)
+    marker = tmp_path / "stall"
+    marker.write_text(problems[2].question[:40])
+    monkeypatch.setenv("INTBENCH_TEST_STALL", str(marker))
+    config = RunConfig(
+        env_id="IntBench-Math-v0",
+        teacher="never",
+        student="scripted:tests.scripted_students:stalls",
+        n=3,
+    )
+    out = tmp_path / "run"
+    first = run_eval(config, out, concurrency=1, progress=False, episode_timeout_s=1.5)
+    failed = [e for e in first.episodes if e["error"]]
+    assert [e["metadata"]["run_key"] for e in failed] == ["2:0"]
+    assert "wall-clock limit of 1.5 s" in failed[0]["error"]
+    assert failed[0]["problem_id"] == problems[2].id
+    marker.unlink()
+    second = run_eval(config, out, concurrency=1, progress=False, episode_timeout_s=1.5)
+    assert second.ran == 1 and second.skipped == 2
+    assert not any(e["error"] for e in second.episodes) and len(keys_in(out)) == 3
+
+
+def test_episode_timeout_must_be_positive(tmp_path):
+    config = RunConfig(env_id="IntBench-Math-v0", teacher="never", student=SLOW, n=1)
+    with pytest.raises(ValueError, match="episode_timeout_s"):
+        run_eval(config, tmp_path / "run", progress=False, episode_timeout_s=0)
+
+
 def test_feedback_run_and_summary(tmp_path, monkeypatch, capsys):
     from intbench.cli import main
 

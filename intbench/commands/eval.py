@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from intbench import metrics
-from intbench.runner import ConfigMismatchError, RunConfig, run_eval
+from intbench.runner import EPISODE_TIMEOUT_S, ConfigMismatchError, RunConfig, run_eval
 
 # CLI flag -> env option, for the options users set most; others via --env-option.
 ENV_FLAGS = {
@@ -78,6 +78,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--max-tokens", type=int, default=None, help="student generation budget per call"
     )
     parser.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
+    parser.add_argument(
+        "--episode-timeout",
+        type=float,
+        default=EPISODE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"wall-clock limit per episode; a longer one is recorded as failed and re-run "
+        f"on resume (default {EPISODE_TIMEOUT_S:g})",
+    )
     parser.add_argument("--no-progress", action="store_true")
     for name in ENV_FLAGS:
         parser.add_argument(
@@ -139,7 +147,13 @@ def _config(args, teacher: str, student: str, options: dict) -> RunConfig:
 
 def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
     try:
-        result = run_eval(config, out, concurrency=args.concurrency, progress=not args.no_progress)
+        result = run_eval(
+            config,
+            out,
+            concurrency=args.concurrency,
+            progress=not args.no_progress,
+            episode_timeout_s=args.episode_timeout,
+        )
     except ConfigMismatchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
