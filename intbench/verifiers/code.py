@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from intbench.records import Problem, Verdict
+from intbench.verifiers.bounds import graded_part
 from intbench.verifiers.sandbox import CaseOutcome, SandboxLimits, run_program
 
 EXECUTION_CONTEXT_MODES = ("structured", "feedback", "traceback", "none")
@@ -25,7 +26,9 @@ FLOAT_TOLERANCE = 1e-6
 _SHOW_CHARS = 500  # how much of an input/output a failure report shows
 _TOTAL_TIME_RANGE_S = (10.0, 20.0)
 
-_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE = "```"
+# The language tag right after an opening fence; the rest of that line is ignored.
+_FENCE_TAG = re.compile(r"[ \t]*([\w+#.-]*)")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
 
@@ -63,16 +66,40 @@ class ExecutionResult:
 
 def extract_code(response: str) -> str | None:
     """The program in ``response``: the last ```python block, else the last
-    fenced block of any language, else the raw text; ``None`` if empty."""
-    blocks = _FENCE.findall(response or "")
+    fenced block of any language, else the raw text; ``None`` if empty.
+
+    Only :func:`~intbench.verifiers.bounds.graded_part` of the response is read.
+    A fence opens a block when a newline follows it; the block ends at the next
+    fence, or at the end of the text when it is never closed.
+    """
+    text = graded_part(response)
+    blocks = _fenced_blocks(text)
     python = [body for tag, body in blocks if tag.lower() in _PYTHON_TAGS]
     if python:
         code = python[-1]
     elif blocks:
         code = blocks[-1][1]
     else:
-        code = response or ""
+        code = text
     return code if code.strip() else None
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(tag, body)`` of each fenced block, in order, found in one left-to-right pass."""
+    blocks = []
+    position = text.find(_FENCE)
+    while position != -1:
+        newline = text.find("\n", position + len(_FENCE))
+        if newline == -1:  # no later fence has a newline after it either
+            break
+        tag = _FENCE_TAG.match(text, position + len(_FENCE), newline).group(1)
+        closing = text.find(_FENCE, newline + 1)
+        body_end = len(text) if closing == -1 else closing
+        blocks.append((tag, text[newline + 1 : body_end]))
+        if closing == -1:
+            break
+        position = text.find(_FENCE, closing + len(_FENCE))
+    return blocks
 
 
 def outputs_match(expected: str, got: str, tolerance: float = FLOAT_TOLERANCE) -> bool:
