@@ -214,3 +214,52 @@ def test_degenerate_responses_are_parse_errors(text):
     verdict = verify_arc(_single(GRID), text)
     assert verdict.status == "incorrect"
     assert verdict.details["reason"] == "parse_error"
+
+
+# Several candidates: only the designated final answer is graded, so hedging never pays.
+RIGHT = json.dumps({"outputs": [GRID]})
+WRONG = json.dumps({"outputs": [[[9, 9, 9], [9, 9, 9]]]})
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (f"{RIGHT}\nOn second thought:\n{WRONG}", "mismatch"),
+        (f"{RIGHT}\n```json\n{WRONG}\n```", "mismatch"),
+        (json.dumps({"outputs": [GRID, GRID]}), "invalid_output"),
+        ('{"outputs": [[[9]]], "outputs": [[[9, 9, 9], [9, 9, 9]]]}', "mismatch"),
+        ('{"note": "a", "alternative": ' + RIGHT + ", oops}", "parse_error"),
+        ('{"answer": ' + RIGHT + "}", "parse_error"),
+        (json.dumps({"outputs": [GRID + [[0, 0, 0]]]}), "mismatch"),
+        (json.dumps({"outputs": [[row + [0] for row in GRID]]}), "mismatch"),
+        (json.dumps({"outputs": [[[0, 1, 2], [3, 4]]]}), "invalid_output"),
+        (json.dumps({"outputs": [[[0, 1, 2], [3, 4, 5.0]]]}), "invalid_output"),
+        ('{"outputs": [[[0, 1, 2], [3, 4, 5e0]]]}', "invalid_output"),
+        ('{"outputs": [[[false, true, 2], [3, 4, 5]]]}', "invalid_output"),
+        ('{"outputs": [[["0", "1", "2"], ["3", "4", "5"]]]}', "invalid_output"),
+        ('{"outputs": [[[0, 1, 2], [3, 4, 5], []]]}', "invalid_output"),
+        (f"{RIGHT}\n0 1 2\n3 4 5\n9 9 9", "match"),  # the JSON object is the answer
+        ("0 1 2\n3 4 5\n\n9 9 9\n9 9 9", "mismatch"),
+        ("0 1 2\n3 4 5\n0 1 2\n3 4 5", "mismatch"),
+    ],
+)
+def test_only_the_final_candidate_is_graded(text, reason):
+    verdict = verify_arc(_single(GRID), text)
+    assert verdict.details["reason"] == reason
+    assert verdict.correct is (reason == "match")
+
+
+def test_stray_quote_in_prose_does_not_hide_a_later_answer():
+    text = 'Think of {"the grid as sets.\nSo:\n' + RIGHT + '\nDone with {braces} and "quotes.'
+    assert verify_arc(_single(GRID), text).correct
+
+
+def test_braces_and_escapes_inside_json_strings():
+    text = '{"note": "a } and a \\" and {", "outputs": [[[0, 1, 2], [3, 4, 5]]]}'
+    assert verify_arc(_single(GRID), text).correct
+
+
+def test_only_the_graded_part_is_read():
+    padding = "x" * (64 * 1024)
+    assert not verify_arc(_single(GRID), RIGHT + padding).correct
+    assert verify_arc(_single(GRID), padding + RIGHT).correct

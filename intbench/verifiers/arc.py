@@ -3,12 +3,23 @@
 Accepted answer formats:
 
 * a JSON object ``{"outputs": [grid, ...]}`` with one grid per test input,
-  anywhere in the text or inside a fenced code block (the last one wins);
+  anywhere in the text or inside a fenced code block;
 * for tasks with a single test input, also the grid written as rows of
-  digits (``0 1 2``, ``0,1,2`` or ``012`` per line; the last such block wins).
+  digits (``0 1 2``, ``0,1,2`` or ``012`` per line).
+
+Only one answer is graded: the last ``{"outputs": ...}`` object, else the
+last block of digit rows.  Earlier candidates are ignored whatever they hold,
+so writing several grids can never earn more than the final one.
 
 A bare JSON grid is deliberately not accepted: inside a broken
 ``{"outputs": ...}`` object it would be picked up and hide the syntax error.
+For the same reason an object that does not decode is skipped whole; the
+objects nested in it are not tried on their own.
+
+Only :func:`~intbench.verifiers.bounds.graded_part` of a response (its last
+64 KB) is read, and reading it takes linear time: one pass finds the
+outermost objects, and each character is handed to the JSON decoder at most
+once.
 
 A response that cannot be read or holds malformed grids is *incorrect*
 (the student's fault), never an ``error``; ``error`` is kept for broken
@@ -23,11 +34,11 @@ import re
 from typing import Any
 
 from intbench.records import Problem, Verdict
+from intbench.verifiers.bounds import graded_part
 
 MAX_GRID_SIDE = 30
 MAX_FEEDBACK_CHARS = 2000
 MAX_LISTED_MISMATCHES = 5
-MAX_JSON_STARTS = 2000
 
 Grid = list[list[int]]
 
@@ -35,6 +46,8 @@ Grid = list[list[int]]
 _DIGIT_ROW = re.compile(r"^[\s,]*[0-9](?:[\s,]*[0-9])*[\s,]*$")
 # A key must follow the brace; this skips LaTeX groups and stray braces cheaply.
 _OBJECT_START = re.compile(r'\{\s*"')
+# The characters that change the state of the object scanner.
+_JSON_STRUCTURE = re.compile(r'[{}"\\\n]')
 _TRUNCATION_MARK = "\n[feedback truncated]"
 
 
@@ -47,26 +60,64 @@ class ArcParseError(ValueError):
 
 
 def _json_candidates(text: str) -> list[Any]:
-    """JSON objects that decode at an object start ``{"`` in ``text``, in order.
-
-    Scanning resumes after each decoded object, so objects nested in an
-    earlier one are not reported again on their own.  Only the last
-    :data:`MAX_JSON_STARTS` starts are tried: every failed attempt costs time
-    proportional to its offset, and absurd inputs must not take minutes.
-    """
-    decoder = json.JSONDecoder()
-    starts = [match.start() for match in _OBJECT_START.finditer(text)][-MAX_JSON_STARTS:]
+    """The outermost JSON objects in ``text`` that decode, in order."""
     found = []
-    resume = 0
-    for start in starts:
-        if start < resume:
-            continue
+    for start, end in _outermost_object_spans(text):
         try:
-            value, resume = decoder.raw_decode(text, start)
+            found.append(json.loads(text[start:end]))
         except (ValueError, RecursionError):
             continue
-        found.append(value)
     return found
+
+
+def _outermost_object_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each balanced ``{...}`` not inside another one, in one pass.
+
+    An object opens at ``{"`` and braces inside JSON strings do not count.  A
+    JSON string cannot span lines, so a newline inside one abandons the
+    objects still open (prose quotes cannot derail the rest of the text);
+    objects already closed inside them stay candidates.
+    """
+    closed: list[tuple[int, int]] = []
+    open_starts: list[int] = []
+    in_string = False
+    position = 0
+    while True:
+        if not open_starts:
+            start = _OBJECT_START.search(text, position)
+            if start is None:
+                break
+            open_starts.append(start.start())
+            position, in_string = start.start() + 1, False
+            continue
+        token = _JSON_STRUCTURE.search(text, position)
+        if token is None:
+            break
+        char, position = token.group(), token.end()
+        if in_string:
+            if char == "\\":
+                position += 1  # the escaped character cannot end the string
+            elif char == '"':
+                in_string = False
+            elif char == "\n":
+                open_starts.clear()
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            open_starts.append(token.start())
+        elif char == "}":
+            closed.append((open_starts.pop(), position))
+    return _outermost(closed)
+
+
+def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Drop the spans nested in a later one; ``spans`` are in closing order."""
+    kept: list[tuple[int, int]] = []
+    for start, end in spans:
+        while kept and kept[-1][0] > start:
+            kept.pop()
+        kept.append((start, end))
+    return kept
 
 
 def _looks_like_grid(value: Any) -> bool:
@@ -107,10 +158,13 @@ def _parse_digit_rows(text: str) -> Grid | None:
 def parse_arc_response(text: str, n_tests: int) -> list[Grid]:
     """Read the student's output grids, one per test input, and validate them.
 
+    Only the graded part (the last 64 KB) of ``text`` is read.
+
     Raises:
         ArcParseError: with ``reason`` ``"parse_error"`` (nothing readable) or
             ``"invalid_output"`` (wrong number of grids, bad values or shapes).
     """
+    text = graded_part(text)
     outputs = _parse_json(text)
     if outputs is None and n_tests == 1:
         grid = _parse_digit_rows(text)
