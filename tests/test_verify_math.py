@@ -24,7 +24,7 @@ GRADING_CASES = [
     (r"\frac{3}{4}", r"\boxed{3/4}", "correct"),
     (r"\frac{3}{4}", r"\boxed{0.5}", "incorrect"),
     (r"\frac{1}{2}", r"\boxed{\frac{2}{4}}", "correct"),
-    (r"\frac{1}{3}", r"\boxed{0.333333}", "correct"),
+    (r"\frac{1}{3}", r"\boxed{0.333333}", "incorrect"),  # an exact reference needs exact
     (r"\frac{1}{3}", r"\boxed{0.33}", "incorrect"),
     ("1000000", r"\boxed{1000001}", "incorrect"),
     ("-3", r"\boxed{-3}", "correct"),
@@ -35,7 +35,7 @@ GRADING_CASES = [
     ("x^2+2x+1", r"\boxed{(x+1)^2}", "correct"),
     ("x^2+2x+1", r"\boxed{(x-1)^2}", "incorrect"),
     ("2^{10}", r"\boxed{1024}", "correct"),
-    (r"\pi", r"\boxed{3.14159265}", "correct"),
+    (r"\pi", r"\boxed{3.14159265}", "incorrect"),
     (r"\pi", r"\boxed{3.14}", "incorrect"),
     # intervals
     ("[1,2)", r"\boxed{[1, 2)}", "correct"),
@@ -95,7 +95,7 @@ GRADING_CASES = [
     ("7", r"The answer is \fbox{7}", "correct"),
     ("7", "Final Answer: The final answer is $7$. I hope it is correct.", "correct"),
     ("7", "Adding up, the final answer is 7.", "correct"),
-    ("7", r"First \boxed{5}, then corrected: \boxed{7}", "correct"),
+    ("7", r"First \boxed{5}, then corrected: \boxed{7}", "incorrect"),  # boxes must agree
     ("7", r"First \boxed{7}, then changed to \boxed{5}", "incorrect"),
     (r"\{1,2\}", r"$\boxed{\{1, 2\}}$", "correct"),
     (r"\frac{1}{2}", r"\boxed{\boxed{\frac{1}{2}}}", "correct"),

@@ -1,20 +1,80 @@
 """Math answer verifier for the ``math`` and ``omni_math`` domains.
 
-Grading runs in three steps, cheapest first:
+Only :func:`~intbench.verifiers.bounds.graded_part` of a response (its last
+64 KB) is read.  Grading runs in three steps, cheapest first:
 
-1. **Extraction** (in process): the last balanced ``\\boxed{...}``/``\\fbox{...}``,
-   else the last "Final Answer:" / "The final answer is" line.
+1. **Extraction** (in process, linear time): every top-level balanced
+   ``\\boxed{...}``/``\\fbox{...}``, else the answer on the last "Final Answer:" /
+   "The final answer is" line.
 2. **Fast path** (in process): both answers are normalised (``$``, spacing,
    ``\\dfrac``, ``\\text{}``, units, degrees, percent, thousands separators,
-   ``x =``); equal strings, plain numbers and plain words are decided here.
-3. **Worker cascade** (isolated process): math-verify, then element-wise
-   comparison of tuples/sets/intervals/matrices, then sympy simplification and
-   numeric evaluation.  It runs in an :class:`~intbench.verifiers.isolation.IsolatedPool`
-   with a hard timeout because sympy can hang on inputs such as ``9^{9^{9^9}}``;
+   ``x =``); equal strings, plain numbers, plain words, relations and
+   assignments to another variable are decided here.
+3. **Worker cascade** (isolated process): element-wise comparison of
+   tuples/sets/intervals/matrices, and for single expressions the parser
+   math-verify uses (latex2sympy with math-verify's ``NormalizationConfig``)
+   followed by ``math_verify.verify``.  It runs in an
+   :class:`~intbench.verifiers.isolation.IsolatedPool` with one hard timeout
+   per response because sympy can hang on inputs such as ``9^{9^{9^9}}``;
    math-verify's own ``signal.alarm`` timeouts are switched off since they
    fail off the main thread.
 
 A timeout or grader crash gives ``status="error"``, never ``"incorrect"``.
+
+Rules
+-----
+**Exactness.**  A reference written with a decimal point is *inexact*: a
+numeric answer matches within a relative tolerance of :data:`RELATIVE_TOLERANCE`.
+Any other reference (integer, fraction, surd, ``\\pi``...) is *exact*: the
+answer's decimals are read as exact fractions and must equal it exactly
+(``0.5`` matches ``\\frac12``; ``0.333333`` does not match ``\\frac13``).
+Infinities equal only the same infinity, and huge numbers compare exactly.
+
+**Percent** is read once.  When both sides carry ``\\%`` their numbers are
+compared (``0.5\\%`` is not ``50\\%``).  A reference ``p\\%`` accepts ``p`` and
+``p/100``.  An answer ``q\\%`` for a bare reference ``r`` matches when ``q = r``
+(the sign as a unit), or ``q/100 = r`` when ``r`` is not a whole number
+(``50\\%`` for ``0.5``; ``5000\\%`` is not ``50``).
+
+**Relations and text.**  An answer with an inequality or approximation sign
+(``\\leq 2``, ``\\approx 2``) or an equation other than one assignment
+(``x = 3 = 2``, ``3 + 4 = 7``) only matches a reference that has one too.  An
+assignment ``x = v`` is read as ``v``, but when both sides name a variable the
+names must agree (``y=2`` is not ``x=2``).  Words around a number are part of
+the answer (``\\text{the answer is not 5}`` is not ``5``); known units are dropped.
+
+**Commas.**  Digit groups of three joined by commas without spaces are a
+thousands separator (``1,000``, ``2,100``), in the answer and the reference
+alike; a comma followed by a space always separates list items
+(``32, 349`` is a list, never 32349).  Against a reference written as a decimal,
+an answer such as ``1,22`` is a decimal comma (1.22).
+
+**Collections.**  A reference that is a set (``\\{1,3\\}``) or a bare list
+(``1, 3``) is compared unordered with an answer list of any brackets.  A
+reference in ``()`` or ``[]`` (an ordered pair or an interval) needs the same
+brackets and order.
+
+**Several boxes.**  The top-level boxes of the response are taken, duplicates
+dropped.  When the reference is a set or bare list (or the reference itself
+has several boxes, which then form a list), the items of all boxes together
+are compared with it as a set.  Otherwise every box must match the reference:
+hedging with two different answers is wrong.  More than :data:`MAX_BOXES`
+distinct boxes are compared as strings only.
+
+Deliberate differences from plain ``math_verify.parse`` + ``math_verify.verify``
+-------------------------------------------------------------------------------
+* A decimal for an exact reference must be exact (math-verify rounds to six
+  places: it accepts ``0.333333`` for ``\\frac13`` and ``3.14159265`` for ``\\pi``).
+* A relative, not absolute, tolerance for inexact references (math-verify
+  accepts ``0.0000012`` for ``0.0000011``).
+* ``\\leq 2``, ``\\approx 2``, ``x = 3 = 2`` and ``3 + 4 = 7`` are not ``2``/``7``
+  (math-verify drops the relation or keeps the last right-hand side).
+* ``5000\\%`` is not ``50`` (math-verify evaluates the percent).
+* ``\\{1,3\\}`` or a bare ``1, 3`` is not the pair or interval ``(1,3)``.
+* Every box is graded, not only the last one; math-verify reads answers such
+  as ``\\boxed{1,22}`` or ``2, 100`` with its own comma rules.
+* The whole answer is parsed: math-verify's search for a sub-expression inside
+  the answer (which finds ``2`` in ``\\leq 2``) is not used.
 """
 
 from __future__ import annotations
@@ -27,19 +87,26 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from intbench.records import Problem, Verdict
+from intbench.verifiers.bounds import graded_part
 from intbench.verifiers.isolation import IsolatedPool, RemoteError, WorkerCrashed, WorkerTimeout
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = float(os.environ.get("INTBENCH_MATH_TIMEOUT", "5"))
-"""Seconds the worker cascade may spend on one answer (env ``INTBENCH_MATH_TIMEOUT``)."""
+"""Seconds the worker cascade may spend on one response (env ``INTBENCH_MATH_TIMEOUT``)."""
 
 MAX_ANSWER_CHARS = 2000
 """Extracted answers longer than this are only compared as strings: no
 competition answer is that long, and parsing them would just burn the timeout."""
 
+MAX_BOXES = 32
+"""Distinct boxed answers graded in full; a response with more is compared as strings only."""
+
 RELATIVE_TOLERANCE = Fraction(1, 10**6)
+"""Relative tolerance for a numeric answer to an inexact (decimal) reference."""
+
 _DETAIL_CHARS = 1000  # how much of an answer the verdict's details and feedback keep
+_HOPE_TAIL_CHARS = 64  # "I hope it is correct." is searched for only at a line's end
 
 # ---------------------------------------------------------------------------
 # Extraction
@@ -47,7 +114,8 @@ _DETAIL_CHARS = 1000  # how much of an answer the verdict's details and feedback
 
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _FINAL_ANSWER_RE = re.compile(r"final\s+answer", re.IGNORECASE)
-_HOPE_RE = re.compile(r"\s*I\s+hope\s+it\s+is\s+correct\.?\s*$", re.IGNORECASE)
+_HOPE_RE = re.compile(r"I\s+hope\s+it\s+is\s+correct\.?$", re.IGNORECASE)
+_LINE_LEAD_RE = re.compile(r"(?:is\b|:)\s*")
 
 
 def _boxed_spans(text: str) -> list[tuple[int, int]]:
@@ -85,11 +153,37 @@ def _boxed_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _top_level(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans not nested in another one, in reading order."""
+    outer: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if not outer or start > outer[-1][1]:
+            outer.append((start, end))
+    return outer
+
+
+def boxed_answers(text: str) -> list[str]:
+    """The non-empty contents of the top-level boxes of ``text``, in reading order."""
+    contents = (text[start:end].strip() for start, end in _top_level(_boxed_spans(text)))
+    return [content for content in contents if content]
+
+
 def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     match = None
     for match in pattern.finditer(text):  # noqa: B007 - we want the last one
         pass
     return match
+
+
+def _first_math_span(line: str) -> str | None:
+    """The content of the first ``$...$`` (or ``$$...$$``) of ``line``, found in linear time."""
+    start = line.find("$")
+    if start < 0:
+        return None
+    while start < len(line) and line[start] == "$":
+        start += 1
+    end = line.find("$", start)
+    return line[start:end] if end > start else None
 
 
 def _final_answer_line(text: str) -> str | None:
@@ -99,32 +193,40 @@ def _final_answer_line(text: str) -> str | None:
         return None
     # Minerva style "Final Answer: The final answer is $X$. I hope it is correct.":
     # the last match is the inner phrase, so the line starts at " is $X$".
-    line = text[last.end() :].split("\n", 1)[0]
-    line = _HOPE_RE.sub("", line).strip()
-    line = re.sub(r"^(?:is\b|:)\s*", "", line).strip()
-    math_span = re.search(r"\$+([^$]+)\$+", line)
-    if math_span:
-        line = math_span.group(1)
+    line_end = text.find("\n", last.end())
+    line = text[last.end() : line_end if line_end >= 0 else len(text)].strip()
+    hope = _HOPE_RE.search(line, max(0, len(line) - _HOPE_TAIL_CHARS))
+    if hope:
+        line = line[: hope.start()].rstrip()
+    lead = _LINE_LEAD_RE.match(line)
+    if lead:
+        line = line[lead.end() :]
+    line = _first_math_span(line) or line
     line = line.strip().rstrip(".").strip()
     return line or None
 
 
-def extract_final_answer(text: str) -> tuple[str | None, str | None]:
-    """Extract the final answer of a response.
+def extract_answers(text: str) -> tuple[list[str], str | None]:
+    """All final answers of a response: ``(answers, method)``.
 
-    Returns:
-        ``(answer, method)`` where ``method`` is ``"boxed"`` or
-        ``"final_answer_line"``, or ``(None, None)`` when no answer was found.
-        Among several boxes, the one that closes last wins (the outer box of
-        ``\\boxed{\\boxed{3}}``, the later of two boxes).
+    ``method`` is ``"boxed"`` (every top-level box) or ``"final_answer_line"``;
+    ``([], None)`` when no answer was found.
     """
-    spans = _boxed_spans(text)
-    if spans:
-        start, end = max(spans, key=lambda span: span[1])
-        answer = text[start:end].strip()
-        return (answer, "boxed") if answer else (None, None)
+    boxes = boxed_answers(text)
+    if boxes:
+        return boxes, "boxed"
     line = _final_answer_line(text)
-    return (line, "final_answer_line") if line else (None, None)
+    return ([line], "final_answer_line") if line else ([], None)
+
+
+def extract_final_answer(text: str) -> tuple[str | None, str | None]:
+    """The last final answer of a response: ``(answer, method)``, or ``(None, None)``.
+
+    Among several boxes the last top-level one is returned (the outer box of
+    ``\\boxed{\\boxed{3}}``, the later of two boxes); grading uses all of them.
+    """
+    answers, method = extract_answers(text)
+    return (answers[-1], method) if answers else (None, None)
 
 
 # ---------------------------------------------------------------------------
@@ -141,11 +243,21 @@ _TRAILING_UNIT_RE = re.compile(rf"^(.*?[\d}}])\s+(?:{_UNITS})(?:\^?\{{?[23]\}}?)
 _TEXT_CMD_RE = re.compile(
     r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}"
 )
-_SPACING_RE = re.compile(r"\\(?:left|right|displaystyle|[!,;:]|quad|qquad)(?![a-zA-Z])|~")
+# "\ " is a LaTeX space too; "\\" (a line break) is not touched.
+_SPACING_RE = re.compile(r"\\(?:left|right|displaystyle|[!,;: ]|quad|qquad)(?![a-zA-Z])|~")
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree|°")
-_ASSIGNMENT_RE = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*=\s*(?!.*=)")
+_ASSIGNMENT_RE = re.compile(r"^([a-zA-Z](?:_\{?\w+\}?)?)\s*(?:=|\\in(?![a-zA-Z]))\s*(?!.*=)")
+_RELATION_RE = re.compile(
+    r"\\(?:approx|sim|simeq|cong|le|ge|leq|geq|leqslant|geqslant|lt|gt|ne|neq|ll|gg|"
+    r"propto|equiv)(?![a-zA-Z])|[<>=≤≥≈≠]"
+)
 _THOUSANDS_RE = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_DECIMAL_COMMA_RE = re.compile(r"^-?\d+,\d+$")
+_SPACED_COMMA_RE = re.compile(r",\s")
+# Whitespace is dropped except between two letters, where it may end a command (\pi r).
+_INNER_SPACE_RE = re.compile(r"(?<![a-zA-Z])\s+|\s+(?![a-zA-Z])")
 _NUMBER_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
+_DECIMAL_RE = re.compile(r"\d*\.\d")
 _SLASH_FRACTION_RE = re.compile(r"^([+-]?\d+)/(\d+)$")
 _LATEX_FRACTION_RE = re.compile(r"^([+-]?)\\frac(?:\{([+-]?\d+)\}|(\d))(?:\{(\d+)\}|(\d))$")
 _WORDS_RE = re.compile(r"^[a-zA-Z][a-zA-Z ]*$")
@@ -158,15 +270,19 @@ class NormalizedAnswer:
     """An answer string after cheap normalisation.
 
     Attributes:
-        text: normalised LaTeX with whitespace removed.
+        text: normalised LaTeX with (non-separating) whitespace removed.
         percent: the answer carried a percent sign (now removed).
         words: the answer as lower-cased plain text (``\\text{Monday}``, ``(C)``,
             ``no solution``), else ``None``.
+        variable: the variable of an assignment ``x = ...`` (now removed), else ``None``.
+        relation: the answer still contains a relation sign (``<``, ``\\approx``, ``=``...).
     """
 
     text: str
     percent: bool
     words: str | None
+    variable: str | None = None
+    relation: bool = False
 
 
 def _peel_outer_braces(s: str) -> str:
@@ -214,6 +330,14 @@ def _strip_wrapping(s: str) -> str:
     return s
 
 
+def _squeeze_number(s: str) -> str:
+    """Remove the whitespace and, for a thousands-grouped number, the commas."""
+    squeezed = _INNER_SPACE_RE.sub("", s)
+    if not _SPACED_COMMA_RE.search(s) and _THOUSANDS_RE.match(squeezed):
+        return squeezed.replace(",", "")
+    return squeezed
+
+
 def normalize_answer(answer: str) -> NormalizedAnswer:
     """Cheaply normalise a LaTeX answer for string and plain-number comparison."""
     s = _strip_wrapping(answer)
@@ -221,8 +345,9 @@ def normalize_answer(answer: str) -> NormalizedAnswer:
     s = s.replace("{,}", ",").replace("\\$", "").replace("\\dots", "\\ldots")
     s = _SPACING_RE.sub(" ", s)
     s = _DEGREE_RE.sub("", s)
-    percent = bool(re.search(r"\\?%\s*$", s))
-    s = re.sub(r"\\?%", "", s)
+    s = s.strip()
+    percent = s.endswith("%")
+    s = s.replace("\\%", "").replace("%", "")
     had_text = bool(_TEXT_CMD_RE.search(s))
     for _ in range(3):  # nested \text{\textbf{..}}
         s = _TEXT_CMD_RE.sub(lambda m: " " + m.group(1) + " ", s)
@@ -230,7 +355,11 @@ def normalize_answer(answer: str) -> NormalizedAnswer:
     unit = _TRAILING_UNIT_RE.match(s)
     if unit:
         s = unit.group(1)
-    s = _ASSIGNMENT_RE.sub("", s).strip()
+    variable = None
+    assignment = _ASSIGNMENT_RE.match(s)
+    if assignment:
+        variable = _INNER_SPACE_RE.sub("", assignment.group(1))
+        s = s[assignment.end() :].strip()
     words = None
     choice = re.fullmatch(r"\(([A-Za-z])\)", s)
     if choice:
@@ -238,10 +367,8 @@ def normalize_answer(answer: str) -> NormalizedAnswer:
     elif _WORDS_RE.match(s) and (had_text or " " in s or len(s) >= 4):
         # Short bare letter runs such as "xy" are products of variables, not words.
         words = " ".join(s.lower().split())
-    s = re.sub(r"\s+", "", s)
-    if _THOUSANDS_RE.match(s):
-        s = s.replace(",", "")
-    return NormalizedAnswer(text=s, percent=percent, words=words)
+    relation = bool(_RELATION_RE.search(s))
+    return NormalizedAnswer(_squeeze_number(s), percent, words, variable, relation)
 
 
 def _plain_number(s: str) -> Fraction | None:
@@ -266,28 +393,53 @@ def _plain_number(s: str) -> Fraction | None:
         return None
 
 
-def _numbers_match(a: Fraction, b: Fraction, inexact: bool) -> bool:
-    """Exact comparison for integers/fractions, relative tolerance once a decimal is involved."""
+def is_inexact(reference_text: str) -> bool:
+    """Whether a normalised reference is written with a decimal point (so it is rounded)."""
+    return bool(_DECIMAL_RE.search(reference_text))
+
+
+def _numbers_match(reference: Fraction, answer: Fraction, inexact: bool) -> bool:
+    """Exact comparison, or a relative tolerance when the reference is inexact."""
     if not inexact:
-        return a == b
-    return abs(a - b) <= RELATIVE_TOLERANCE * max(abs(a), abs(b), Fraction(1, 10**6))
+        return reference == answer
+    return abs(reference - answer) <= RELATIVE_TOLERANCE * max(abs(reference), abs(answer))
+
+
+def percent_readings(ref, ans, ref_percent: bool, ans_percent: bool, ref_is_whole: bool):
+    """The ``(reference, answer)`` value pairs the percent rule allows (see the module doc)."""
+    pairs = [(ref, ans)]
+    if ref_percent and not ans_percent:
+        pairs.append((ref / 100, ans))
+    elif ans_percent and not ref_percent and not ref_is_whole:
+        pairs.append((ref, ans / 100))
+    return pairs
+
+
+def _answer_value(reference: NormalizedAnswer, answer: NormalizedAnswer) -> Fraction | None:
+    """The answer's number; against a decimal reference ``1,22`` is a decimal comma."""
+    if is_inexact(reference.text) and _DECIMAL_COMMA_RE.match(answer.text):
+        return _plain_number(answer.text.replace(",", "."))
+    return _plain_number(answer.text)
 
 
 def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[bool, str] | None:
     """Decide cheaply when possible: ``(is_correct, stage)`` or ``None`` to defer."""
+    if reference.variable and answer.variable and reference.variable != answer.variable:
+        return False, "variable"
     if reference.text == answer.text and reference.percent == answer.percent:
         return True, "string"
     if reference.words is not None:
         return answer.words == reference.words or answer.text.lower() == reference.words, "text"
-    ref_value, ans_value = _plain_number(reference.text), _plain_number(answer.text)
+    if answer.relation and not reference.relation:
+        return False, "relation"
+    ref_value, ans_value = _plain_number(reference.text), _answer_value(reference, answer)
     if ref_value is None or ans_value is None:
         return None
-    inexact = "." in reference.text or "." in answer.text
-    # "50\%" equals both 50 and 0.5; an answer's own percent sign works the same way.
-    ref_values = {ref_value, ref_value / 100} if reference.percent else {ref_value}
-    ans_values = {ans_value, ans_value / 100} if answer.percent else {ans_value}
-    matched = any(_numbers_match(r, a, inexact) for r in ref_values for a in ans_values)
-    return matched, "numeric"
+    inexact = is_inexact(reference.text)
+    readings = percent_readings(
+        ref_value, ans_value, reference.percent, answer.percent, ref_value.denominator == 1
+    )
+    return any(_numbers_match(r, a, inexact) for r, a in readings), "numeric"
 
 
 # ---------------------------------------------------------------------------
@@ -297,6 +449,7 @@ _OPENERS = ("(", "[", "\\{")
 _MATRIX_RE = re.compile(
     r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL
 )
+_DECIMAL_LITERAL_RE = re.compile(r"(?<![\d.])(\d*)\.(\d+)(?![\d.])")
 
 
 def _split_top_level(s: str, separator: str) -> list[str]:
@@ -341,7 +494,7 @@ def _closes_at_end(s: str) -> bool:
 
 
 def _collection(s: str) -> tuple[str, str, list[str]] | None:
-    """``(open, close, items)`` for a bracketed or bare comma list of 2+ items."""
+    """``(open, close, items)`` for a bracketed or bare comma list of 2+ items (or a set)."""
     opener = next((o for o in _OPENERS if s.startswith(o)), "")
     closer = ""
     if opener:
@@ -349,9 +502,15 @@ def _collection(s: str) -> tuple[str, str, list[str]] | None:
         if not closer or not _closes_at_end(s):
             return None
     items = _split_top_level(s[len(opener) : len(s) - len(closer)], ",")
-    if len(items) < 2 or not all(items):
+    if not all(items) or (len(items) < 2 and opener != "\\{"):
         return None
     return opener, closer, items
+
+
+def is_unordered_collection(reference: str) -> bool:
+    """Whether a reference is a set ``\\{...\\}`` or a bare list ``a, b``."""
+    items = _collection(normalize_answer(reference).text)
+    return items is not None and items[0] in ("\\{", "")
 
 
 def _matrix(s: str) -> list[list[str]] | None:
@@ -362,48 +521,88 @@ def _matrix(s: str) -> list[list[str]] | None:
     return [[cell.strip() for cell in row.split("&")] for row in rows]
 
 
-def _sympy_equal(reference: str, answer: str) -> bool:
-    """Symbolic difference simplifies to zero, or numeric values agree within tolerance."""
+def _as_fraction(match: re.Match[str]) -> str:
+    whole, decimals = match.groups()
+    numerator = int(whole + decimals)
+    return "{\\frac{" + str(numerator) + "}{1" + "0" * len(decimals) + "}}"
+
+
+def _exact_decimals(latex: str) -> str:
+    """Rewrite decimal literals as exact fractions (``0.25`` -> ``{\\frac{25}{100}}``)."""
+    return _DECIMAL_LITERAL_RE.sub(_as_fraction, latex)
+
+
+def _parse(latex: str):
+    """The whole of ``latex`` as one sympy object, read the way math-verify reads LaTeX."""
+    from latex2sympy2_extended.latex2sympy2 import latex2sympy, normalize_latex
+    from math_verify import LatexExtractionConfig
+    from math_verify.grader import should_treat_as_complex
+
+    normalized = normalize_latex(latex, config=LatexExtractionConfig().normalization_config)
+    return latex2sympy(
+        normalized,
+        is_real=not should_treat_as_complex(normalized),
+        convert_degrees=False,
+        normalization_config=None,
+    )
+
+
+def _has_infinity(expr) -> bool:
     import sympy
-    from latex2sympy2_extended import latex2sympy
 
-    ref_expr, ans_expr = latex2sympy(reference), latex2sympy(answer)
-    if not isinstance(ref_expr, sympy.Expr) or not isinstance(ans_expr, sympy.Expr):
+    return any(expr.has(value) for value in (sympy.oo, -sympy.oo, sympy.zoo, sympy.nan))
+
+
+def _numerically_close(reference, answer) -> bool:
+    """Relative-tolerance comparison of two finite constant values, in sympy arithmetic."""
+    import sympy
+
+    ref_value, ans_value = sympy.N(reference, 30), sympy.N(answer, 30)
+    if not (ref_value.is_finite and ans_value.is_finite):
         return False
-    if sympy.simplify(ref_expr - ans_expr) == 0:
-        return True
-    if ref_expr.free_symbols or ans_expr.free_symbols:
+    tolerance = sympy.Rational(RELATIVE_TOLERANCE.numerator, RELATIVE_TOLERANCE.denominator)
+    return bool(abs(ref_value - ans_value) <= tolerance * max(abs(ref_value), abs(ans_value)))
+
+
+def _sympy_equal(reference, answer, inexact: bool) -> bool:
+    """Compare two parsed values under the exactness, infinity and relation rules."""
+    import sympy
+    from latex2sympy2_extended.logic import And
+    from math_verify import verify
+
+    if not all(isinstance(x, (sympy.Basic, sympy.MatrixBase)) for x in (reference, answer)):
         return False
-    ref_value, ans_value = complex(ref_expr.evalf(30)), complex(ans_expr.evalf(30))
-    scale = max(abs(ref_value), abs(ans_value), 1e-6)
-    return abs(ref_value - ans_value) <= RELATIVE_TOLERANCE * scale
+    if isinstance(answer, sympy.logic.boolalg.BooleanAtom):
+        return False  # "2 = 2" evaluates to True: a statement, not a value
+    if isinstance(answer, And) and not isinstance(reference, And):
+        return False  # a chain such as x = 3 = 2
+    scalars = isinstance(reference, sympy.Expr) and isinstance(answer, sympy.Expr)
+    if scalars and (_has_infinity(reference) or _has_infinity(answer)):
+        return reference == answer
+    if inexact and scalars and reference.is_number and answer.is_number:
+        return _numerically_close(reference, answer)
+    return bool(verify(reference, answer, strict=True, timeout_seconds=None))
 
 
-def _math_verify_equal(reference: str, answer: str) -> bool:
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
-
-    config = [LatexExtractionConfig(), ExprExtractionConfig()]
-    gold = parse(f"${reference}$", extraction_config=config, parsing_timeout=None)
-    pred = parse(f"${answer}$", extraction_config=config, parsing_timeout=None)
-    if not gold or not pred:
-        return False
-    return bool(verify(gold, pred, timeout_seconds=None))
+def _parsed_equal(ref_norm: NormalizedAnswer, ans_norm: NormalizedAnswer) -> bool:
+    inexact = is_inexact(ref_norm.text)
+    reference = _parse(ref_norm.text)
+    answer = _parse(ans_norm.text if inexact else _exact_decimals(ans_norm.text))
+    ref_is_whole = bool(getattr(reference, "is_integer", False))
+    readings = percent_readings(reference, answer, ref_norm.percent, ans_norm.percent, ref_is_whole)
+    return any(_sympy_equal(r, a, inexact) for r, a in readings)
 
 
 def _scalar_equal(reference: str, answer: str) -> tuple[bool, str]:
-    """Compare two single expressions: normalised strings, plain numbers, math-verify, sympy."""
+    """Compare two single expressions: normalised strings, plain numbers, then sympy."""
     ref_norm, ans_norm = normalize_answer(reference), normalize_answer(answer)
     decided = _fast_path(ref_norm, ans_norm)
     if decided is not None:
         return decided
-    if _math_verify_equal(reference, answer) or _math_verify_equal(ref_norm.text, ans_norm.text):
-        return True, "math_verify"
     try:
-        if _sympy_equal(ref_norm.text, ans_norm.text):
-            return True, "sympy"
-    except Exception:  # unparsable for sympy: simply not equal by this stage
-        pass
-    return False, "all_stages"
+        return _parsed_equal(ref_norm, ans_norm), "sympy"
+    except Exception:  # unparsable LaTeX: simply not equal
+        return False, "unparsable"
 
 
 def _items_equal(reference: list[str], answer: list[str], ordered: bool) -> bool:
@@ -420,8 +619,12 @@ def _items_equal(reference: list[str], answer: list[str], ordered: bool) -> bool
     return True
 
 
+def _is_bare_list(items: tuple[str, str, list[str]] | None) -> bool:
+    return items is not None and items[0] == ""
+
+
 def grade_in_worker(reference: str, answer: str) -> tuple[bool, str]:
-    """The full cascade; meant to run inside an :class:`IsolatedPool` worker.
+    """The full cascade for one answer; meant to run inside an :class:`IsolatedPool` worker.
 
     Returns ``(is_correct, stage)`` where ``stage`` names the deciding step.
     """
@@ -430,17 +633,28 @@ def grade_in_worker(reference: str, answer: str) -> tuple[bool, str]:
     ref_matrix, ans_matrix = _matrix(ref_norm.text), _matrix(ans_norm.text)
     if ref_matrix is not None and ans_matrix is not None:
         same_shape = [len(r) for r in ref_matrix] == [len(r) for r in ans_matrix]
-        cells = zip(sum(ref_matrix, []), sum(ans_matrix, []), strict=True)
+        cells = zip(sum(ref_matrix, []), sum(ans_matrix, []), strict=False)
         return same_shape and all(_scalar_equal(r, a)[0] for r, a in cells), "matrix"
     ref_items, ans_items = _collection(ref_norm.text), _collection(ans_norm.text)
     if ref_items is not None and ans_items is not None:
         (ref_open, ref_close, refs), (ans_open, ans_close, answers) = ref_items, ans_items
-        is_set = ref_open in ("\\{", "") and ans_open in ("\\{", "")
-        if is_set:
+        if ref_open in ("\\{", ""):  # a set: any brackets, any order
             return _items_equal(refs, answers, ordered=False), "set"
         brackets_match = (ref_open, ref_close) == (ans_open, ans_close)
         return brackets_match and _items_equal(refs, answers, ordered=True), "tuple"
+    if _is_bare_list(ref_items) or _is_bare_list(ans_items):
+        return False, "list_vs_scalar"  # a bare list is never one number
     return _scalar_equal(reference, answer)
+
+
+def grade_all_in_worker(reference: str, answers: list[str]) -> tuple[bool, str]:
+    """Every answer must match the reference; the stage of the deciding one is returned."""
+    stage = "none"
+    for answer in answers:
+        correct, stage = grade_in_worker(reference, answer)
+        if not correct:
+            return False, stage
+    return True, stage
 
 
 # ---------------------------------------------------------------------------
@@ -475,16 +689,17 @@ def verify_math(
 
     Args:
         problem: a problem whose ``answer`` is the reference (a LaTeX string).
-        response: the full student response.
+        response: the full student response; only its graded part is read.
         timeout_s: hard limit for the worker cascade (default :data:`DEFAULT_TIMEOUT_S`).
         pool: worker pool to use (default: :func:`default_pool`).
 
     Returns:
         ``correct``/``incorrect`` with ``details`` ``{"extracted", "reference",
-        "extraction", "stage"}``; ``incorrect`` with ``reason="no_answer"`` when
-        nothing could be extracted; ``error`` with ``reason`` ``"timeout"``,
-        ``"worker_crashed"``, ``"memory"`` or ``"grader_error"`` when grading failed, or
-        ``"no_reference"`` when the problem has no answer.
+        "extraction", "stage"}`` (plus ``"boxes"`` when several were graded);
+        ``incorrect`` with ``reason="no_answer"`` when nothing could be extracted;
+        ``error`` with ``reason`` ``"timeout"``, ``"worker_crashed"``, ``"memory"``
+        or ``"grader_error"`` when grading failed, or ``"no_reference"`` when the
+        problem has no answer.
     """
     try:
         return _verify(problem, response, timeout_s=timeout_s, pool=pool)
@@ -493,43 +708,90 @@ def verify_math(
         return Verdict.error(f"grader error: {type(exc).__name__}: {exc}", reason="grader_error")
 
 
+def _reference_text(answer: object) -> str:
+    """The reference as one LaTeX string; a reference with several boxes becomes their list."""
+    text = str(answer)
+    boxes = boxed_answers(text)
+    if len(boxes) > 1:
+        return ", ".join(boxes)
+    return _strip_wrapping(boxes[0] if boxes else text)
+
+
+def _distinct(answers: list[str]) -> list[str]:
+    """Answers with repeats (after cheap normalisation) dropped, in order."""
+    seen: dict[str, str] = {}
+    for answer in answers:
+        key = normalize_answer(answer).text if len(answer) <= MAX_ANSWER_CHARS else answer
+        seen.setdefault(key, answer)
+    return list(seen.values())
+
+
+def _strings_only(reference: str, answers: list[str], pooled: bool) -> bool:
+    """The fallback for too many or too long answers: exact stripped-string comparison."""
+    found = {_strip_wrapping(answer) for answer in answers}
+    if pooled:
+        return found == {item.strip() for item in reference.split(",")}
+    return found == {reference.strip()}
+
+
+def _graded_answers(reference: str, answers: list[str]) -> tuple[list[str], bool]:
+    """What to grade under the multi-box rule, and whether it is the pooled list of all boxes."""
+    if len(answers) > 1 and is_unordered_collection(reference):
+        return [", ".join(answers)], True
+    return answers, False
+
+
 def _verify(
     problem: Problem, response: str, *, timeout_s: float | None, pool: IsolatedPool | None
 ) -> Verdict:
     text = response if isinstance(response, str) else "" if response is None else str(response)
     if problem.answer is None or not str(problem.answer).strip():
         return Verdict.error("the problem has no reference answer", reason="no_reference")
-    reference = _strip_wrapping(str(problem.answer))
-    answer, method = extract_final_answer(text)
-    if answer is None:
+    reference = _reference_text(problem.answer)
+    extracted, method = extract_answers(graded_part(text))
+    if not extracted:
         return Verdict(
             status="incorrect",
             feedback="No final answer was found (expected \\boxed{...} or a 'Final Answer:' line).",
             details={"reason": "no_answer", "reference": reference},
         )
-    details = {"extracted": _clip(answer), "reference": reference, "extraction": method}
+    distinct = _distinct(extracted)
+    shown = distinct[-1] if len(distinct) == 1 else " ; ".join(distinct)
+    details = {"extracted": _clip(shown), "reference": reference, "extraction": method}
+    if len(distinct) > 1:
+        details["boxes"] = len(distinct)
 
     def decide(correct: bool, stage: str) -> Verdict:
         relation = "matches" if correct else "does not match"
         return Verdict(
             status="correct" if correct else "incorrect",
             score=1.0 if correct else 0.0,
-            answer=answer,
-            feedback=f"Extracted answer {_clip(answer)} {relation} the reference {reference}",
+            answer=shown,
+            feedback=f"Extracted answer {_clip(shown)} {relation} the reference {reference}",
             details={**details, "stage": stage},
         )
 
-    if len(answer) > MAX_ANSWER_CHARS:
-        return decide(answer.strip() == reference.strip(), "too_long")
-    decided = _fast_path(normalize_answer(reference), normalize_answer(answer))
-    if decided is not None:
-        return decide(*decided)
+    answers, pooled = _graded_answers(reference, distinct)
+    if len(distinct) > MAX_BOXES or any(len(a) > MAX_ANSWER_CHARS for a in answers):
+        return decide(_strings_only(reference, distinct, pooled), "too_long")
+    ref_norm = normalize_answer(reference)
+    pending = []
+    for answer in answers:
+        decided = _fast_path(ref_norm, normalize_answer(answer))
+        if decided is None:
+            pending.append(answer)
+        elif not decided[0]:
+            return decide(*decided)
+    if not pending:
+        return decide(True, decided[1])
+    return _grade_pending(reference, pending, timeout_s, pool or default_pool(), decide, details)
 
+
+def _grade_pending(reference, pending, timeout_s, pool, decide, details) -> Verdict:
+    """One timed worker call for every answer the fast path could not decide."""
     timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     try:
-        correct, stage = (pool or default_pool()).call(
-            grade_in_worker, reference, answer, timeout=timeout
-        )
+        correct, stage = pool.call(grade_all_in_worker, reference, pending, timeout=timeout)
     except WorkerTimeout:
         reason, message = "timeout", f"grading timed out after {timeout:g} s"
     except WorkerCrashed as exc:
@@ -540,5 +802,8 @@ def _verify(
     else:
         return decide(correct, stage)
     return Verdict(
-        status="error", answer=answer, feedback=message, details={**details, "reason": reason}
+        status="error",
+        answer=details["extracted"],
+        feedback=message,
+        details={**details, "reason": reason},
     )
