@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +59,16 @@ IsolationLevel = Literal["bwrap", "unshare", "rlimits"]
 ISOLATION_LEVELS: tuple[IsolationLevel, ...] = ("bwrap", "unshare", "rlimits")
 
 _HEADER = struct.Struct(">I")
-_RUNNER_SOURCE = (Path(__file__).with_name("_sandbox_runner.py")).read_text(encoding="utf-8")
+
+
+def _sibling_source(name: str) -> str:
+    return Path(__file__).with_name(name).read_text(encoding="utf-8")
+
+
+# The seccomp filter's definitions come first so the runner can install it.
+_RUNNER_SOURCE = _sibling_source("_sandbox_seccomp.py") + _sibling_source("_sandbox_runner.py")
+_MOUNTS_SOURCE = _sibling_source("_sandbox_mounts.py")
+ALLOW_WEAK_ENV = "INTBENCH_SANDBOX_ALLOW_WEAK"
 _WORKDIR = "/sandbox"  # the program's working directory inside bwrap
 _STARTUP_TIMEOUT_S = 10.0
 _RESPONSE_GRACE_S = 1.0  # slack over the runner's own per-test deadline
@@ -71,7 +82,12 @@ _UID_POOL_SIZE = 4096
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Resource limits of one sandboxed run (per test unless named total)."""
+    """Resource limits of one sandboxed run (per test unless named total).
+
+    ``memory_mb`` bounds each process's address space; ``total_memory_mb``
+    bounds all processes of the run together (see the module docstring for
+    how, when no cgroup can be made).
+    """
 
     time_limit_s: float = 2.0
     total_time_s: float = 15.0
@@ -79,6 +95,7 @@ class SandboxLimits:
     file_size_mb: int = 16
     workdir_mb: int = 64
     max_processes: int = 32
+    total_memory_mb: int = 2048
     max_open_files: int = 64
     max_output_bytes: int = 1024 * 1024
     max_stderr_bytes: int = 64 * 1024
@@ -177,57 +194,97 @@ def run_program(
 
 
 _level_lock = threading.Lock()
-_level_cache: IsolationLevel | None = None
+# Why each level is unusable here (None: it works), filled by the first probe.
+_probe_results: dict[IsolationLevel, str | None] = {}
+_weak_warning_logged = False
 
 
-def isolation_level() -> IsolationLevel:
-    """Return the strongest isolation level that works on this machine (cached).
+def weak_isolation_allowed() -> bool:
+    """Whether ``INTBENCH_SANDBOX_ALLOW_WEAK=1`` allows the ``rlimits`` level (read per call)."""
+    return os.environ.get(ALLOW_WEAK_ENV, "").strip() == "1"
 
-    Each candidate is probed by running a tiny program through it.  Falling
-    back to ``rlimits`` logs a warning, since it offers no filesystem or
-    network isolation.
+
+def isolation_level(*, allow_weak: bool | None = None) -> IsolationLevel:
+    """Return the strongest isolation level that works on this machine.
+
+    Each candidate is probed once per process by running a program through it
+    that checks the isolation the level promises.  ``rlimits`` is a candidate
+    only when ``allow_weak`` (default: :func:`weak_isolation_allowed`) says so;
+    otherwise, with neither ``bwrap`` nor ``unshare`` working, this raises
+    :class:`SandboxError` and no untrusted code runs.
     """
-    global _level_cache
+    global _weak_warning_logged
+    allow_weak = weak_isolation_allowed() if allow_weak is None else allow_weak
+    candidates = ISOLATION_LEVELS if allow_weak else ("bwrap", "unshare")
     with _level_lock:
-        if _level_cache is None:
-            for level in ISOLATION_LEVELS:
-                reason = _probe(level)
-                if reason is None:
-                    _level_cache = level
-                    break
-                logger.info("sandbox isolation %r unavailable: %s", level, reason)
-            else:
-                raise SandboxError("no sandbox isolation level works on this machine")
-            if _level_cache == "rlimits":
-                logger.warning(
-                    "sandbox falls back to rlimits only: untrusted code can reach the "
-                    "network and read files visible to its user; install bubblewrap"
-                )
-            else:
-                logger.info("sandbox isolation level: %s", _level_cache)
-        return _level_cache
+        for level in candidates:
+            if level not in _probe_results:
+                _probe_results[level] = _probe(level)
+                logger.info("sandbox isolation %r: %s", level, _probe_results[level] or "works")
+            if _probe_results[level] is None:
+                break
+        else:
+            reasons = "; ".join(f"{level}: {_probe_results[level]}" for level in candidates)
+            raise SandboxError(
+                f"no isolating sandbox works here ({reasons}): install bubblewrap "
+                f"(apt-get install bubblewrap), or set {ALLOW_WEAK_ENV}=1 to accept "
+                "rlimits only (no filesystem or network isolation)"
+            )
+        if level == "rlimits" and not _weak_warning_logged:
+            _weak_warning_logged = True
+            logger.warning(
+                "sandbox runs untrusted code under rlimits only (%s=1): it can reach the "
+                "network and read files visible to its user",
+                ALLOW_WEAK_ENV,
+            )
+        return level
+
+
+def _probe_program(check_isolation: bool) -> str:
+    """A program that prints ``ok`` only where the sandbox isolates as promised.
+
+    It imports stdlib modules after the uid drop (the interpreter is readable
+    by the sandbox uid); with ``check_isolation`` it also checks that this
+    package's directory, the site-packages and every network interface but
+    the namespace's own loopback are out of reach.
+    """
+    return f"""
+import fractions, json, os, socket, sys, sysconfig
+def leaks():
+    if os.path.exists({str(Path(__file__).parent)!r}):
+        yield "host files visible"
+    site = sysconfig.get_paths()["purelib"]
+    if os.path.isdir(site) and os.listdir(site):
+        yield "site-packages visible"
+    if [name for _, name in socket.if_nameindex() if name != "lo"]:
+        yield "network interfaces visible"
+found = list(leaks()) if {check_isolation} else []
+print(input() if not found else found)
+"""
 
 
 def _probe(level: IsolationLevel) -> str | None:
-    """Why ``level`` is unusable here, or ``None`` if a test program ran through it."""
+    """Why ``level`` is unusable here, or ``None`` if the probe program ran through it."""
     tool = {"bwrap": "bwrap", "unshare": "unshare"}.get(level)
     if tool and shutil.which(tool) is None:
-        return f"{tool} not found"
+        return f"{tool} not found on PATH"
     limits = SandboxLimits(time_limit_s=5.0, total_time_s=10.0)
-    # The program imports stdlib modules after the uid drop, proving the
-    # interpreter's files are readable by the sandbox uid.
+    program = _probe_program(check_isolation=level != "rlimits")
     try:
         with _Session(level, limits) as session:
             run = session.run(
-                {"kind": "stdio", "program": "import fractions, json\nprint(input())", "entry_point": None,
-                 "setup": "", "limits": dataclasses.asdict(limits)},
+                {"kind": "stdio", "program": program, "entry_point": None, "setup": "",
+                 "limits": dataclasses.asdict(session.limits)},
                 [{"input": "ok"}],
             )  # fmt: skip
     except (OSError, SandboxError) as exc:
         return str(exc)
     outcome = run.outcomes[0]
     if run.error or outcome.stdout != "ok\n":
-        return run.error or f"probe program failed: {outcome.status} {outcome.stderr[-300:]!r}"
+        return run.error or (
+            f"probe program failed: {outcome.status} {outcome.stdout[-300:]!r} "
+            f"{outcome.stderr[-300:]!r}"
+        )
     return None
 
 
@@ -237,14 +294,55 @@ def _base_interpreter() -> tuple[str, str]:
     return executable, os.path.realpath(sys.base_prefix)
 
 
-def _runner_argv(uid: int) -> list[str]:
+def _runner_argv(uid: int, prelude: str = "") -> list[str]:
     executable, _ = _base_interpreter()
     # -I: ignore env vars and user site; -S: no site-packages; -B: write no .pyc.
-    return [executable, "-I", "-S", "-B", "-c", _RUNNER_SOURCE, str(uid)]
+    return [executable, "-I", "-S", "-B", "-c", prelude + _RUNNER_SOURCE, str(uid)]
+
+
+@functools.cache
+def _visible_filesystem() -> tuple[tuple[str, str, str], ...]:
+    """What the ``bwrap`` and ``unshare`` levels show, as ``(op, dest, source)``.
+
+    ``op`` is ``ro-bind`` (read-only bind of ``source``), ``symlink`` (to
+    ``source``), ``tmpfs`` (an empty directory hiding what ``dest`` holds) or
+    ``dir`` (a 0755 directory, so the sandbox uid can traverse parents).
+    Only system libraries and the base Python prefix without its
+    site-packages are visible; parents come before their children.
+    """
+    executable, prefix = _base_interpreter()
+    mounts: list[tuple[str, str, str]] = []
+    for lib in ("/usr/lib", "/usr/lib64", "/usr/lib32"):
+        if os.path.isdir(lib) and not os.path.islink(lib):
+            mounts.append(("ro-bind", lib, lib))
+    for lib in ("/lib", "/lib64", "/lib32"):
+        if os.path.islink(lib):
+            mounts.append(("symlink", lib, os.readlink(lib)))
+        elif os.path.isdir(lib):
+            mounts.append(("ro-bind", lib, lib))
+    if os.path.exists("/etc/ld.so.cache"):
+        mounts.append(("ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"))
+    mounts.append(("ro-bind", prefix, prefix))
+    exe_dir = os.path.dirname(executable)
+    if not exe_dir.startswith(prefix + os.sep):
+        mounts.append(("ro-bind", exe_dir, exe_dir))
+    # Hide the base interpreter's installed packages (and any data sets in them).
+    paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix})
+    for site in sorted({os.path.realpath(paths[key]) for key in ("purelib", "platlib")}):
+        if os.path.isdir(site) and site.startswith(prefix + os.sep):
+            mounts.append(("tmpfs", site, ""))
+    mounts.sort(key=lambda mount: mount[1].count("/"))
+    # Missing parents would be created with mode 0700 by privileged bwrap, which
+    # the sandbox uid could not traverse: create them world-readable first.
+    targets = {dest for _, dest, _ in mounts} | {_WORKDIR}
+    parents = sorted(
+        {str(p) for t in targets for p in Path(t).parents if str(p) != "/"} - targets,
+        key=lambda p: p.count("/"),
+    )
+    return tuple([("dir", parent, "") for parent in parents] + mounts)
 
 
 def _bwrap_command(uid: int, limits: SandboxLimits, as_root: bool) -> list[str]:
-    executable, prefix = _base_interpreter()
     args = [
         shutil.which("bwrap") or "bwrap",
         "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -256,41 +354,16 @@ def _bwrap_command(uid: int, limits: SandboxLimits, as_root: bool) -> list[str]:
         # capabilities only to switch to the sandbox uid, which clears them.
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
-        args += ["--unshare-user", "--uid", str(uid), "--gid", str(os.getgid())]
-
-    binds: list[tuple[str, list[str]]] = []
-    for lib in ("/usr/lib", "/usr/lib64", "/usr/lib32"):
-        if os.path.isdir(lib) and not os.path.islink(lib):
-            binds.append((lib, ["--ro-bind", lib, lib]))
-    for lib in ("/lib", "/lib64", "/lib32"):
-        if os.path.islink(lib):
-            binds.append((lib, ["--symlink", os.readlink(lib), lib]))
-        elif os.path.isdir(lib):
-            binds.append((lib, ["--ro-bind", lib, lib]))
-    if os.path.exists("/etc/ld.so.cache"):
-        binds.append(("/etc/ld.so.cache", ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]))
-    binds.append((prefix, ["--ro-bind", prefix, prefix]))
-    exe_dir = os.path.dirname(executable)
-    if not exe_dir.startswith(prefix + os.sep):
-        binds.append((exe_dir, ["--ro-bind", exe_dir, exe_dir]))
-    # Hide the base interpreter's installed packages (and any data sets in them).
-    for key in ("purelib", "platlib"):
-        site = os.path.realpath(sysconfig.get_paths(vars={"base": prefix, "platbase": prefix})[key])
-        if os.path.isdir(site) and site.startswith(prefix + os.sep):
-            binds.append((site, ["--tmpfs", site]))
-    binds.sort(key=lambda item: item[0].count("/"))
-
-    # Privileged bwrap creates missing parent directories with mode 0700, which
-    # the sandbox uid could not traverse: create them world-readable first.
-    targets = {target for target, _ in binds} | {_WORKDIR}
-    parents = sorted(
-        {str(p) for t in targets for p in Path(t).parents if str(p) != "/"} - targets,
-        key=lambda p: p.count("/"),
-    )
-    for parent in parents:
-        args += ["--perms", "0755", "--dir", parent]
-    for _, bind_args in binds:
-        args += bind_args
+        # --disable-userns: the program cannot nest a user namespace of its own.
+        args += ["--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(os.getgid())]
+    bwrap_op = {"ro-bind": "--ro-bind", "symlink": "--symlink", "tmpfs": "--tmpfs"}
+    for op, dest, source in _visible_filesystem():
+        if op == "dir":
+            args += ["--perms", "0755", "--dir", dest]
+        elif op == "tmpfs":
+            args += ["--tmpfs", dest]
+        else:
+            args += [bwrap_op[op], source, dest]
     args += [
         "--proc", "/proc", "--dev", "/dev",
         "--perms", "01777", "--size", str(limits.workdir_mb * 1024 * 1024), "--tmpfs", _WORKDIR,
@@ -302,12 +375,199 @@ def _bwrap_command(uid: int, limits: SandboxLimits, as_root: bool) -> list[str]:
     return args + _runner_argv(uid)
 
 
-def _unshare_command(uid: int, as_root: bool) -> list[str]:
-    args = [shutil.which("unshare") or "unshare", "--net", "--ipc", "--uts", "--pid"]
-    args += ["--kill-child", "--mount-proc"]
+def _unshare_command(uid: int, limits: SandboxLimits, as_root: bool, root: str) -> list[str]:
+    """``unshare`` namespaces, then the runner builds its root under ``root`` and pivots.
+
+    The runner starts from the interpreter's host path, as root, in a new
+    mount namespace; ``_sandbox_mounts.py`` (run before the runner drops its
+    privileges) mounts the same read-only view bubblewrap gets on a tmpfs at
+    ``root`` (a directory the parent created) and ``pivot_root``\\ s into it.
+    Paths keep their host names, so the interpreter needs no re-exec, and a
+    prefix under a home directory only its owner may enter (``/root``, mode
+    0700) becomes reachable: its parents are recreated mode 0755.
+    """
+    args = [shutil.which("unshare") or "unshare", "--mount", "--net", "--ipc", "--uts", "--pid"]
+    args += ["--fork", "--kill-child"]
     if not as_root:
-        args.append("--map-current-user")
-    return args + ["--"] + _runner_argv(uid)
+        args += ["--user", "--map-current-user"]
+    spec = {
+        "root": root,
+        "mounts": _visible_filesystem(),
+        "workdir": _WORKDIR,
+        "workdir_bytes": limits.workdir_mb * 1024 * 1024,
+    }
+    prelude = f"{_MOUNTS_SOURCE}\n_mounts_enter_root({json.dumps(spec)!r})\n"
+    return args + ["--"] + _runner_argv(uid, prelude)
+
+
+# ---------------------------------------------------------------- memory bound
+
+
+MemoryBound = Literal["cgroup2", "cgroup1", "rlimit", "none"]
+# Tasks of the run beyond the program's own: bwrap's or unshare's parent and the runner.
+_CGROUP_EXTRA_TASKS = 4
+# The runner's own address space exceeds a test process's by this much.
+_RUNNER_HEADROOM_MB = 256
+_cgroup_lock = threading.Lock()
+_cgroup_parents_cache: list[tuple[str, list[str]] | None] = []
+
+
+@dataclass
+class _RunCgroup:
+    """The cgroup(s) of one run: one directory per hierarchy (v1) or one (v2)."""
+
+    mechanism: MemoryBound
+    directories: list[str]
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [os.path.join(d, "cgroup.procs") for d in self.directories]
+
+
+def _own_cgroups(self_cgroup: str) -> dict[str, str]:
+    """Our cgroup per controller from ``/proc/self/cgroup`` text (``""`` for v2)."""
+    own = {}
+    for line in self_cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            own[controller] = path
+    return own
+
+
+def _cgroup_mounts(mounts: str) -> dict[str, str]:
+    """Mount point per v1 controller, and ``""`` for the v2 hierarchy, from /proc/self/mounts."""
+    found = {}
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        if fields[2] == "cgroup2":
+            found.setdefault("", fields[1])
+        elif fields[2] == "cgroup":
+            for option in fields[3].split(","):
+                if option in ("memory", "pids"):
+                    found.setdefault(option, fields[1])
+    return found
+
+
+def _cgroup_parents(mounts: str, self_cgroup: str) -> tuple[MemoryBound, list[str]] | None:
+    """Where per-run cgroups with a memory (and pids) limit can be made, or ``None``.
+
+    cgroup v2 needs ``memory`` and ``pids`` delegated to a child of our own
+    cgroup (possible at the hierarchy's root, or where our cgroup holds no
+    process); v1 makes per-run children of our memory and pids cgroups.
+    """
+    where, own = _cgroup_mounts(mounts), _own_cgroups(self_cgroup)
+    if "" in where and "" in own:
+        base = where[""] + own[""].rstrip("/")
+        try:
+            with open(os.path.join(base, "cgroup.controllers"), encoding="ascii") as fh:
+                controllers = fh.read().split()
+            if {"memory", "pids"} <= set(controllers):
+                parent = os.path.join(base, "intbench-sandbox")
+                _write(os.path.join(base, "cgroup.subtree_control"), "+memory +pids")
+                os.makedirs(parent, exist_ok=True)
+                _write(os.path.join(parent, "cgroup.subtree_control"), "+memory +pids")
+                return "cgroup2", [parent]
+        except OSError as exc:
+            logger.info("cgroup v2 memory limits unavailable: %s", exc)
+    if "memory" in where and "memory" in own:
+        parents = [
+            where[c] + own[c].rstrip("/") for c in ("memory", "pids") if c in where and c in own
+        ]
+        if all(os.access(p, os.W_OK) for p in parents):
+            return "cgroup1", parents
+    return None
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write(text)
+
+
+def _cached_cgroup_parents() -> tuple[MemoryBound, list[str]] | None:
+    with _cgroup_lock:
+        if not _cgroup_parents_cache:
+            try:
+                with open("/proc/self/mounts", encoding="utf-8") as mounts:
+                    with open("/proc/self/cgroup", encoding="utf-8") as own:
+                        _cgroup_parents_cache.append(_cgroup_parents(mounts.read(), own.read()))
+            except (OSError, ValueError) as exc:
+                logger.info("cgroups unreadable: %s", exc)
+                _cgroup_parents_cache.append(None)
+        return _cgroup_parents_cache[0]
+
+
+def _create_run_cgroup(
+    limits: SandboxLimits, parents: tuple[MemoryBound, list[str]] | None
+) -> _RunCgroup | None:
+    """A fresh cgroup with this run's memory and pids limits, or ``None`` if none can be made."""
+    if parents is None:
+        return None
+    mechanism, directories = parents
+    name = f"run-{uuid.uuid4().hex[:16]}"
+    run = _RunCgroup(mechanism, [])
+    memory = str(limits.total_memory_mb * 1024 * 1024)
+    pids = str(limits.max_processes + _CGROUP_EXTRA_TASKS)
+    settings = (
+        [("memory.max", memory), ("memory.swap.max", "0"), ("pids.max", pids)]
+        if mechanism == "cgroup2"
+        else [("memory.limit_in_bytes", memory), ("memory.memsw.limit_in_bytes", memory),
+              ("pids.max", pids)]
+    )  # fmt: skip
+    try:
+        for parent in directories:
+            directory = os.path.join(parent, name)
+            os.mkdir(directory)
+            run.directories.append(directory)
+            for file, value in settings:
+                path = os.path.join(directory, file)
+                if os.path.exists(path):  # e.g. no swap accounting, or no pids here
+                    _write(path, value)
+        if not os.path.exists(os.path.join(run.directories[0], settings[0][0])):
+            raise OSError(f"{settings[0][0]} missing in {run.directories[0]}")
+    except OSError as exc:
+        logger.warning("cannot create a sandbox cgroup, using the rlimit bound: %s", exc)
+        _remove_run_cgroup(run)
+        return None
+    return run
+
+
+def _remove_run_cgroup(run: _RunCgroup) -> None:
+    """Remove the run's cgroups once its processes are gone (they may still be exiting)."""
+    for directory in run.directories:
+        for _ in range(50):
+            try:
+                os.rmdir(directory)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.01)
+        else:
+            logger.error("cannot remove sandbox cgroup %s", directory)
+
+
+def _enter_cgroup_command(cmd: list[str], run: _RunCgroup) -> list[str]:
+    """``cmd`` behind a shell that first moves itself into the run's cgroups.
+
+    The process joins before it execs ``cmd``, so the runner and all it forks
+    are inside from the start; if joining fails, nothing runs.
+    """
+    script = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 126; shift; done; shift; exec "$@"'
+    return [shutil.which("sh") or "/bin/sh", "-c", script, "sh", *run.procs_files, "--", *cmd]
+
+
+def _rlimit_bounded(limits: SandboxLimits) -> SandboxLimits:
+    """``limits`` with few enough processes that their address spaces fit the total.
+
+    Without a cgroup, RLIMIT_NPROC on the run's own uid times RLIMIT_AS is the
+    bound: at most ``n = max(2, total_memory_mb // memory_mb)`` tasks (runner
+    and test process included) of ``memory_mb`` each, plus the runner's
+    headroom.
+    """
+    processes = max(2, min(limits.max_processes, limits.total_memory_mb // limits.memory_mb))
+    return dataclasses.replace(limits, max_processes=processes)
 
 
 # ---------------------------------------------------------------- uid pool
@@ -381,11 +641,14 @@ class _Session:
 
     def __init__(self, level: IsolationLevel, limits: SandboxLimits) -> None:
         self.level = level
+        # The limits the runner must apply: __enter__ may lower max_processes.
         self.limits = limits
         self.as_root = os.geteuid() == 0
         self.uid: int | None = None
         self.uid_lock: int | None = None
         self.workdir: str | None = None
+        self.cgroup: _RunCgroup | None = None
+        self.memory_bound: MemoryBound = "none"
         self.proc: subprocess.Popen | None = None
         self.stderr = bytearray()
         self._buffer = bytearray()
@@ -395,25 +658,26 @@ class _Session:
             self.uid = os.getuid()
             if self.as_root and self.level != "rlimits":
                 self.uid, self.uid_lock = _acquire_uid()
+            self._bound_memory()
             cwd = None
             if self.level == "bwrap":
                 cmd = _bwrap_command(self.uid, self.limits, self.as_root)
+            elif self.level == "unshare":
+                # An empty mount point for the sandbox's root, private to its namespace.
+                self.workdir = tempfile.mkdtemp(prefix="intbench-sandbox-root-")
+                cmd = _unshare_command(self.uid, self.limits, self.as_root, self.workdir)
             else:
                 self.workdir = cwd = tempfile.mkdtemp(prefix="intbench-sandbox-")
-                if self.as_root:
-                    os.chown(cwd, self.uid, self.uid)
-                cmd = (
-                    _unshare_command(self.uid, self.as_root)
-                    if self.level == "unshare"
-                    # rlimits only: the runner keeps our uid (no namespaces to
-                    # make the interpreter reachable for another one).
-                    else _runner_argv(os.getuid())
-                )
+                # rlimits only: the runner keeps our uid (no namespaces to
+                # make the interpreter reachable for another one).
+                cmd = _runner_argv(os.getuid())
+            if self.cgroup is not None:
+                cmd = _enter_cgroup_command(cmd, self.cgroup)
             env = {
                 "PATH": "/usr/bin:/bin",
                 "LANG": "C.UTF-8",
-                "HOME": cwd or "/",
-                "TMPDIR": cwd or "/tmp",
+                "HOME": cwd or _WORKDIR,
+                "TMPDIR": cwd or _WORKDIR,
             }
             self.proc = subprocess.Popen(
                 cmd,
@@ -431,6 +695,18 @@ class _Session:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(pipe.fileno(), False)
         return self
+
+    def _bound_memory(self) -> None:
+        """Bound the run's total memory: its own cgroup, else the rlimit product bound.
+
+        The product bound needs RLIMIT_NPROC, which the kernel does not apply to root.
+        """
+        self.cgroup = _create_run_cgroup(self.limits, _cached_cgroup_parents())
+        if self.cgroup is not None:
+            self.memory_bound = self.cgroup.mechanism
+        elif self.uid != 0:
+            self.limits = _rlimit_bounded(self.limits)
+            self.memory_bound = "rlimit"
 
     def __exit__(self, *exc_info: object) -> None:
         if self.proc is not None:
@@ -454,6 +730,8 @@ class _Session:
                 logger.error("sandbox uid %d keeps processes %s alive", self.uid, survivors)
             else:
                 os.close(self.uid_lock)
+        if self.cgroup is not None:
+            _remove_run_cgroup(self.cgroup)
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

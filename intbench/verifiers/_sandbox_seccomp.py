@@ -1,0 +1,104 @@
+"""Seccomp filter that keeps sandboxed code out of the kernel's escape hatches.
+
+Standard library only: this file is put in front of ``_sandbox_runner.py``
+and run with ``python -I -S -c``, so it holds only private, prefixed names
+and runs nothing at import.  The runner calls :func:`install_seccomp_filter`
+right after dropping its privileges; the filter is inherited by every process
+the program starts.
+
+The filter (classic BPF) answers ``EPERM`` for namespace, mount, tracing,
+keyring, BPF, module and kexec system calls, for ``io_uring`` (its requests
+bypass seccomp) and for ``clone`` with any ``CLONE_NEW*`` flag.  ``clone3``
+gets ``ENOSYS``: its flags sit in memory the filter cannot read, and glibc
+then falls back to ``clone``.  A call made under another architecture (e.g.
+the 32-bit or x32 ABIs on x86_64) kills the process.
+"""
+
+# Per architecture: audit arch, numbers answered EPERM, clone, clone3 and the
+# lowest number of a foreign ABI sharing the audit arch (x32), or None.
+_SECCOMP_ARCHES = {
+    "x86_64": (
+        0xC000003E,
+        {
+            "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
+            "chroot": 161, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
+            "pidfd_getfd": 438, "keyctl": 250, "add_key": 248, "request_key": 249,
+            "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "open_tree": 428,
+            "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+            "mount_setattr": 442, "kexec_load": 246, "kexec_file_load": 320,
+            "init_module": 175, "finit_module": 313, "delete_module": 176,
+            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+            "open_by_handle_at": 304, "swapon": 167, "swapoff": 168, "reboot": 169,
+            "acct": 163, "quotactl": 179, "syslog": 103, "iopl": 172, "ioperm": 173,
+        },
+        56,
+        435,
+        0x40000000,
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
+            "chroot": 51, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
+            "pidfd_getfd": 438, "keyctl": 219, "add_key": 217, "request_key": 218,
+            "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "open_tree": 428,
+            "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+            "mount_setattr": 442, "kexec_load": 104, "kexec_file_load": 294,
+            "init_module": 105, "finit_module": 273, "delete_module": 106,
+            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+            "open_by_handle_at": 265, "swapon": 224, "swapoff": 225, "reboot": 142,
+            "acct": 89, "quotactl": 60, "syslog": 116,
+        },
+        220,
+        435,
+        None,
+    ),
+}  # fmt: skip
+# CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET.  (CLONE_NEWTIME
+# shares its bit with clone()'s exit signal and is refused through clone3.)
+_SECCOMP_CLONE_NEW_FLAGS = 0x7E020000
+
+
+def _seccomp_program(machine):
+    """The BPF program for ``machine`` as bytes of ``struct sock_filter``."""
+    import struct
+
+    if machine not in _SECCOMP_ARCHES:
+        raise OSError(f"no seccomp filter for architecture {machine!r}")
+    arch, denied, clone, clone3, foreign_abi = _SECCOMP_ARCHES[machine]
+    load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF opcodes
+    allow, kill = 0x7FFF0000, 0x80000000  # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
+    eperm, enosys = 0x00050000 | 1, 0x00050000 | 38  # SECCOMP_RET_ERRNO | errno
+    # seccomp_data: nr at 0, arch at 4, args[0] (low half on little endian) at 16.
+    code = [(load, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (load, 0, 0, 0)]
+    if foreign_abi is not None:
+        code += [(jge, 0, 1, foreign_abi), (ret, 0, 0, kill)]
+    for number in sorted(set(denied.values())):
+        code += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
+    code += [(jeq, 0, 1, clone3), (ret, 0, 0, enosys)]
+    code += [(jeq, 0, 3, clone), (load, 0, 0, 16), (jset, 0, 1, _SECCOMP_CLONE_NEW_FLAGS)]
+    code += [(ret, 0, 0, eperm), (ret, 0, 0, allow)]
+    return b"".join(struct.pack("=HBBI", *insn) for insn in code), len(code)
+
+
+def install_seccomp_filter():
+    """Set no-new-privileges and install the filter on this process; OSError if impossible."""
+    import ctypes
+    import os
+
+    program, length = _seccomp_program(os.uname().machine)
+
+    class _SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(program)
+    fprog = _SockFprog(length, ctypes.cast(buffer, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if prctl(38, 1, None, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"PR_SET_NO_NEW_PRIVS failed: {os.strerror(errno)}")
+    if prctl(22, 2, ctypes.addressof(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"installing the seccomp filter failed: {os.strerror(errno)}")
