@@ -10,9 +10,11 @@ from intbench.verifiers.text import (
     answers_match,
     canonical_answer,
     extract_final_answer,
+    final_answer_candidates,
     find_last_boxed,
     normalize_answer,
     normalize_free_text,
+    strip_answer_prefix,
     strip_latex,
     verify_text,
 )
@@ -74,13 +76,16 @@ CASES = [
     ("kumas", "kuma", False),
     ("kuma!", "kuma", False),
     # extraction: last boxed / answer line / last line
-    ("I first thought \\boxed{lapo}.\nActually \\boxed{kuma}.", "kuma", True),
-    ("Answer: lapo\nWait.\nFinal answer: kuma", "kuma", True),
     ("Reasoning here.\nFinal answer:\n\nkuma\n", "kuma", True),
     ("Some reasoning.\nkuma\n\n", "kuma", True),
     ("kuma\nmore reasoning afterwards", "kuma", False),
-    ("\\boxed{lapo}\nFinal answer: kuma", "kuma", True),
-    ("Final answer: lapo\nLet me box it: \\boxed{kuma}", "kuma", True),
+    # several marked answers must all agree with the last one
+    ("I first thought \\boxed{lapo}.\nActually \\boxed{kuma}.", "kuma", False),
+    ("Answer: lapo\nWait.\nFinal answer: kuma", "kuma", False),
+    ("\\boxed{lapo}\nFinal answer: kuma", "kuma", False),
+    ("Final answer: lapo\nLet me box it: \\boxed{kuma}", "kuma", False),
+    ("Answer: Kuma\nLet me box it: $\\boxed{\\text{kuma}}$", "kuma", True),
+    ("\\boxed{}\nAnswer: kuma", "kuma", True),
 ]
 
 
@@ -155,3 +160,85 @@ def test_normalize_free_text_keeps_every_line():
     message = 'Hint: think.\nIt\'s \\boxed{Kuma}, "Lapo"  and $x$'
     assert normalize_free_text(message) == "hint: think. its kuma,lapo and x"
     assert canonical_answer("Kuma, Lapo") in normalize_free_text(message)
+
+
+# Responses an RL policy could try in order to be graded correct without
+# committing to the answer "kuma".
+HEDGES = [
+    "Answer: kuma or lapo",
+    "Answer: kuma, lapo, tesi",
+    "Answer: lapo/kuma",
+    "Answer: (a) kuma (b) lapo",
+    "Answer: kuma lapo",
+    "\\boxed{kuma\nlapo}",
+    "\\boxed{kuma}\n\\boxed{lapo}",
+    "\\boxed{lapo}\n\\boxed{kuma}",
+    "Answer: kuma\nAnswer: lapo",
+    "Answer: lapo\nAnswer: kuma",
+    "Answer: lapo, unless the answer is kuma",
+    "Answer: lapo. Final answer: kuma",
+    "lapo (if not, the answer is kuma)",
+    "$kuma$ $lapo$",
+    "\\text{kuma} \\text{or} \\text{lapo}",
+    "Answer: kuma" + "\n\\boxed{lapo}",
+    "Answer: not kuma",
+]
+
+
+@pytest.mark.parametrize("response", HEDGES)
+def test_hedged_answers_are_incorrect(response):
+    verdict = verify_text(_problem("kuma"), response)
+    assert verdict.status == "incorrect", verdict
+
+
+def test_conflicting_marks_have_their_own_reason():
+    verdict = verify_text(_problem("kuma"), "\\boxed{kuma}\nAnswer: lapo\nAnswer: kuma")
+    assert verdict.details["reason"] == "conflicting_answers"
+    assert "more than one different answer" in verdict.feedback
+
+
+@pytest.mark.parametrize(
+    ("predicted", "reference"),
+    [
+        ("12345678901234567", "12345678901234568"),
+        ("1e16", "10000000000000001"),
+        ("0.1", "0.10000000000000001"),
+        ("1e400", "1e401"),
+        ("ka ta", "kata"),
+    ],
+)
+def test_distinct_answers_stay_distinct_after_normalisation(predicted, reference):
+    assert not answers_match(predicted, reference)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The answer is kuma", "kuma"),
+        ("So, the final answer is: kuma", "kuma"),
+        ("Answer: kuma", "kuma"),
+        ("lapo, unless the answer is kuma", "lapo, unless the answer is kuma"),
+        ("answers: kuma", "answers: kuma"),
+    ],
+)
+def test_answer_prefix_is_stripped_only_at_the_start(text, expected):
+    assert strip_answer_prefix(text) == expected
+
+
+def test_exact_numbers_are_written_without_exponent():
+    assert canonical_answer("1e3") == canonical_answer("1000") == "1000"
+    assert canonical_answer("-0.0") == "0"
+    assert canonical_answer("1e400") == "1e400"
+
+
+def test_candidates_are_every_marked_answer_in_order():
+    text = "Answer: a\nthen \\boxed{b}\nFinal answer:\n\n c \nAnswer: \\boxed{d}"
+    assert final_answer_candidates(text) == ["a", "b", "c", "\\boxed{d}", "d"]
+
+
+def test_only_the_graded_part_is_read():
+    padding = "\n" + "x" * (64 * 1024)
+    assert extract_final_answer("Answer: kuma" + padding) == "x" * (64 * 1024)
+    assert verify_text(_problem("kuma"), padding + "\nAnswer: kuma").correct
+    # An answer cut off the graded part cannot conflict with the final one.
+    assert verify_text(_problem("kuma"), "Answer: lapo" + padding + "\nAnswer: kuma").correct

@@ -6,19 +6,31 @@ wrappers and answer prefixes are removed, and a few fuzzy equivalences are
 allowed (``(a)`` vs ``a``, ``3.0`` vs ``3``, quotes, enclosing brackets,
 trailing ``?``/``.``).  The helpers are public so that other code (e.g. leakage
 checks) compares answers exactly the way the verifier does.
+
+Several answers: every ``\\boxed{}`` and every ``Answer:`` line of a response
+is a marked answer, and the last one is graded.  When a response marks more
+than one answer, they must all agree with it (the math verifier's multi-box
+rule), so listing candidates never earns credit.
+
+Only :func:`~intbench.verifiers.bounds.graded_part` of a response (its last
+64 KB) is read, and every parse of it takes linear time.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from decimal import Decimal, InvalidOperation
 
 from intbench.records import Problem, Verdict
+from intbench.verifiers.bounds import graded_part
 
 MAX_ANSWER_CHARS = 1000
 """Longest final answer that is graded; short-answer references are far shorter."""
 MAX_PEEL_ROUNDS = 16
 """Most rounds of wrapper/prefix peeling (bounds the work on hostile inputs)."""
+MAX_NUMBER_EXPONENT = 100
+"""Numbers with a larger decimal exponent are compared as written, not expanded."""
 
 # Unwrapped repeatedly so that nested forms like ``$\boxed{\text{x}}$`` collapse.
 _LATEX_COMMANDS = ("boxed", "text", "texttt", "textbf", "textit", "mathrm", "mathbf", "fbox")
@@ -28,13 +40,13 @@ _INNER_TEXT_WRAPPER = re.compile(r"\\(?:" + "|".join(_LATEX_COMMANDS) + r")\s*\{
 
 _BOXED = re.compile(r"\\boxed\s*\{")
 _MATH_DELIMITED = re.compile(r"\$+([^$]*)\$+")
-# The prefix that ends last in the text wins (see strip_answer_prefix).
-_ANSWER_PREFIXES = (
-    "the final answer is",
-    "final answer is",
-    "the answer is",
-    "final answer:",
-    "answer:",
+# An answer prefix counts only at the start, after at most a connective
+# ("So the answer is 3"): inside the text it may introduce a hedge ("b, unless
+# the answer is a").
+_ANSWER_PREFIX = re.compile(
+    r"\s*(?:(?:so|thus|therefore|hence|finally|overall|in conclusion|in summary)[\s,]*)?"
+    r"(?:the\s+)?(?:final\s+)?answer(?:\s+is\b\s*:?|\s*:)",
+    re.IGNORECASE,
 )
 _ANSWER_LINE = re.compile(r"^[\s*_#>-]*(?:final\s+)?answer[\s*_]*:(.*)$", re.IGNORECASE)
 _QUOTES = "\"'`\u2018\u2019\u201c\u201d"
@@ -45,12 +57,19 @@ _NUMBER = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[-+]?[0-9]+)?$"
 
 def find_last_boxed(text: str) -> tuple[int, str] | None:
     """Return ``(start, content)`` of the last ``\\boxed{...}`` with balanced braces."""
+    boxes = _boxed_answers(text)
+    return boxes[-1] if boxes else None
+
+
+def _boxed_answers(text: str) -> list[tuple[int, str]]:
+    """``(start, content)`` of every ``\\boxed{...}`` with balanced braces, in order."""
     closing = _matching_braces(text)
-    for match in reversed(list(_BOXED.finditer(text))):
+    boxes = []
+    for match in _BOXED.finditer(text):
         end = closing.get(match.end() - 1)
         if end is not None:
-            return match.start(), text[match.end() : end]
-    return None
+            boxes.append((match.start(), text[match.end() : end]))
+    return boxes
 
 
 def _matching_braces(text: str) -> dict[int, int]:
@@ -92,45 +111,72 @@ def _until_stable(step: Callable[[str], str], text: str) -> str:
     return text
 
 
-def _last_answer_line(lines: list[str]) -> tuple[int, str] | None:
-    """Index and text of the last ``Answer:``/``Final answer:`` line.
+def _answer_lines(text: str) -> list[tuple[int, str]]:
+    """Offset and answer of every ``Answer:``/``Final answer:`` line, in order.
 
-    When the label stands alone on its line, the answer is the next non-empty line.
+    When the label stands alone on its line, the answer is the next non-empty
+    line (unless that line is a label itself).  The offset is the label's.
     """
-    for index in range(len(lines) - 1, -1, -1):
-        match = _ANSWER_LINE.match(lines[index])
-        if not match:
-            continue
-        rest = match.group(1).strip()
-        if rest:
-            return index, rest
-        following = [line.strip() for line in lines[index + 1 :] if line.strip()]
-        if following:
-            return index, following[0]
-    return None
+    found = []
+    waiting: int | None = None  # offset of a label still waiting for its answer
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        match = _ANSWER_LINE.match(line.rstrip("\r\n"))
+        if match:
+            rest = match.group(1).strip()
+            waiting = None if rest else offset
+            if rest:
+                found.append((offset, rest))
+        elif waiting is not None and line.strip():
+            found.append((waiting, line.strip()))
+            waiting = None
+        offset += len(line)
+    return found
+
+
+def final_answer_candidates(response: str) -> list[str]:
+    """Every marked answer of a response: boxed contents and ``Answer:`` lines, in order.
+
+    A box on the same line as a label comes after it.  Only the graded part
+    of the response is read.
+    """
+    text = graded_part(response)
+    marked = sorted(_answer_lines(text) + _boxed_answers(text), key=lambda item: item[0])
+    return [answer for _, answer in marked]
 
 
 def extract_final_answer(response: str) -> str | None:
     """Pull the final answer out of a free-form response.
 
-    Prefers whichever comes last of the last ``\\boxed{}`` and the last
-    ``Answer:``/``Final answer:`` line; otherwise the last non-empty line.
-    Returns ``None`` when the response has no non-empty line.
+    The last marked answer (see :func:`final_answer_candidates`), otherwise
+    the last non-empty line.  Returns ``None`` when the response has no
+    non-empty line.  Only the graded part of the response is read.
     """
-    lines = response.splitlines()
-    if not any(line.strip() for line in lines):
-        return None
-    boxed = find_last_boxed(response)
-    labelled = _last_answer_line(lines)
-    if boxed is not None and labelled is not None:
-        # Compare positions: the line index of the boxed start decides.
-        boxed_line = response.count("\n", 0, boxed[0])
-        return boxed[1] if boxed_line >= labelled[0] else labelled[1]
-    if boxed is not None:
-        return boxed[1]
-    if labelled is not None:
-        return labelled[1]
-    return next(line.strip() for line in reversed(lines) if line.strip())
+    candidates = final_answer_candidates(response)
+    if candidates:
+        return candidates[-1]
+    lines = [line.strip() for line in graded_part(response).splitlines()]
+    return next((line for line in reversed(lines) if line), None)
+
+
+def conflicting_answer(
+    response: str, final: str, canonical: Callable[[str], str] | None = None
+) -> str | None:
+    """A marked answer of ``response`` that disagrees with ``final``, or None.
+
+    Two answers agree when their ``canonical`` forms (default
+    :func:`canonical_answer`) are equal; marks that normalise to nothing (an
+    empty box) are ignored, and an overlong mark never agrees.
+    """
+    canonical = canonical or canonical_answer
+    wanted = canonical(final)
+    for candidate in final_answer_candidates(response):
+        if len(candidate) > MAX_ANSWER_CHARS:
+            return candidate
+        form = canonical(candidate)
+        if form and form != wanted:
+            return candidate
+    return None
 
 
 def strip_latex(text: str) -> str:
@@ -150,29 +196,26 @@ def _unwrap_once(text: str) -> str:
 
 
 def strip_answer_prefix(text: str) -> str:
-    """Keep what follows the last answer prefix ("the answer is", "answer:", ...)."""
-    lowered = text.lower()
-    best_end = -1
-    for prefix in _ANSWER_PREFIXES:
-        position = lowered.rfind(prefix)
-        if position != -1:
-            best_end = max(best_end, position + len(prefix))
-    return text[best_end:].strip() if best_end != -1 else text
+    """Drop a leading answer prefix ("the answer is", "Final answer:", "So the answer is").
+
+    A prefix later in the text is kept: it belongs to the answer's own words.
+    """
+    match = _ANSWER_PREFIX.match(text)
+    return text[match.end() :].strip() if match else text
 
 
 def normalize_answer(text: str) -> str:
     """Normalise an answer for comparison (lower-case, no LaTeX/prefix/markdown).
 
-    Only the first line of what remains is kept.  Multi-item answers keep their
-    order; ``", "`` becomes ``","`` so spacing after commas does not matter.
+    Line breaks count as spaces, so a multi-line answer is one longer answer
+    (never its first line alone).  Multi-item answers keep their order;
+    ``", "`` becomes ``","`` so spacing after commas does not matter.
     """
     # Wrappers, prefixes and final periods can nest in any order
     # ("The answer is $\boxed{3}$."), so peel them until nothing changes.
     text = _until_stable(
         lambda t: strip_answer_prefix(strip_latex(t.strip().rstrip("."))), text.replace("**", "")
     )
-    lines = text.strip().splitlines()
-    text = lines[0] if lines else ""
     text = re.sub(r"\s+", " ", text.lower()).strip()
     text = re.sub(r"\s*,\s*", ",", text)
     return text.rstrip(".").strip()
@@ -221,16 +264,22 @@ def _drop_quotes_and_brackets(text: str) -> str:
 
 
 def _canonical_number(text: str) -> str:
-    """``"3.0"`` -> ``"3"``, ``"0.50"`` -> ``"0.5"``; keeps huge values as written."""
+    """``"3.0"`` -> ``"3"``, ``"0.50"`` -> ``"0.5"``, ``"1e3"`` -> ``"1000"``, exactly.
+
+    Decimal arithmetic keeps every digit, so distinct numbers never compare
+    equal (floats would merge 12345678901234567 and 12345678901234568).
+    Numbers past :data:`MAX_NUMBER_EXPONENT` are kept as written.
+    """
     try:
-        value = float(text)
-    except (ValueError, OverflowError):
+        value = Decimal(text)
+    except InvalidOperation:
         return text
-    if value != value or value in (float("inf"), float("-inf")):
+    if not value.is_finite() or abs(value.adjusted()) > MAX_NUMBER_EXPONENT:
         return text
-    if value.is_integer() and abs(value) < 1e16:
-        return str(int(value))
-    return repr(value)
+    fixed = format(value, "f")
+    if "." in fixed:
+        fixed = fixed.rstrip("0").rstrip(".")
+    return "0" if fixed in ("-0", "") else fixed
 
 
 def answers_match(predicted: str, reference: str) -> bool:
@@ -275,11 +324,23 @@ def unusable_answer_verdict(extracted: str | None) -> Verdict | None:
     return Verdict(status="incorrect", feedback=feedback, details={"reason": reason})
 
 
+def conflicting_answers_verdict(extracted: str, details: dict) -> Verdict:
+    """The ``incorrect`` verdict for a response that marks disagreeing answers."""
+    return Verdict(
+        status="incorrect",
+        answer=extracted,
+        feedback="The response gives more than one different answer; give a single answer.",
+        details={**details, "reason": "conflicting_answers"},
+    )
+
+
 def verify_text(problem: Problem, response: str) -> Verdict:
     """Verify a short text answer (BBEH Linguini) by normalised fuzzy matching.
 
-    Incorrect when no usable answer can be extracted; ``error`` when the
-    problem has no reference answer.  The feedback never reveals the reference.
+    Reads the graded part (last 64 KB) of the response.  Incorrect when no
+    usable answer can be extracted or when the response marks answers that
+    disagree (``reason="conflicting_answers"``); ``error`` when the problem
+    has no reference answer.  The feedback never reveals the reference.
     """
     references = reference_answers(problem)
     if not references:
@@ -292,6 +353,8 @@ def verify_text(problem: Problem, response: str) -> Verdict:
     if not normalized:
         return unusable_answer_verdict(None)
     details = {"extracted": extracted, "normalized": normalized}
+    if conflicting_answer(response or "", extracted) is not None:
+        return conflicting_answers_verdict(extracted, details)
     for reference in references:
         if normalized == canonical_answer(reference):
             return Verdict(
@@ -312,7 +375,10 @@ def verify_text(problem: Problem, response: str) -> Verdict:
 __all__ = [
     "answers_match",
     "canonical_answer",
+    "conflicting_answer",
+    "conflicting_answers_verdict",
     "extract_final_answer",
+    "final_answer_candidates",
     "find_last_boxed",
     "normalize_answer",
     "normalize_free_text",
