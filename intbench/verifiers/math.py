@@ -239,12 +239,14 @@ _UNITS = (
     "ounces?|oz|grams?|g|kg|liters?|litres?|ml|gallons?|cups?|people|students|ways|"
     "cubic\\s+\\w+|square\\s+\\w+"
 )
-_TRAILING_UNIT_RE = re.compile(rf"^(.*?[\d}}])\s+(?:{_UNITS})(?:\^?\{{?[23]\}}?)?$", re.IGNORECASE)
+_TRAILING_UNIT_RE = re.compile(
+    rf"^(.*?[\d}}])\s+(?:{_UNITS})(?:\s*\^?\{{?[23]\}}?)?$", re.IGNORECASE
+)
 _TEXT_CMD_RE = re.compile(
     r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}"
 )
 # "\ " is a LaTeX space too; "\\" (a line break) is not touched.
-_SPACING_RE = re.compile(r"\\(?:left|right|displaystyle|[!,;: ]|quad|qquad)(?![a-zA-Z])|~")
+_SPACING_RE = re.compile(r"\\(?:(?:left|right|displaystyle|quad|qquad)(?![a-zA-Z])|[!,;: ])|~")
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree|°")
 _ASSIGNMENT_RE = re.compile(r"^([a-zA-Z](?:_\{?\w+\}?)?)\s*(?:=|\\in(?![a-zA-Z]))\s*(?!.*=)")
 _RELATION_RE = re.compile(
@@ -253,7 +255,7 @@ _RELATION_RE = re.compile(
 )
 _THOUSANDS_RE = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _DECIMAL_COMMA_RE = re.compile(r"^-?\d+,\d+$")
-_SPACED_COMMA_RE = re.compile(r",\s")
+_SPACED_COMMA_RE = re.compile(r",\s+")
 # Whitespace is dropped except between two letters, where it may end a command (\pi r).
 _INNER_SPACE_RE = re.compile(r"(?<![a-zA-Z])\s+|\s+(?![a-zA-Z])")
 _NUMBER_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
@@ -308,8 +310,8 @@ def _strip_wrapping(s: str) -> str:
     while changed and rounds < _MAX_UNWRAP_ROUNDS:  # bounded: this runs in process, untimed
         changed = False
         rounds += 1
-        if s.endswith("."):
-            s = s[:-1].rstrip()
+        if s.endswith(".") or (s.endswith("\\") and not s.endswith("\\\\")):
+            s = s[:-1].rstrip()  # a final "." or the backslash of a stripped "\ "
             changed = True
         peeled = _peel_outer_braces(s)
         if peeled != s:
@@ -331,11 +333,10 @@ def _strip_wrapping(s: str) -> str:
 
 
 def _squeeze_number(s: str) -> str:
-    """Remove the whitespace and, for a thousands-grouped number, the commas."""
-    squeezed = _INNER_SPACE_RE.sub("", s)
-    if not _SPACED_COMMA_RE.search(s) and _THOUSANDS_RE.match(squeezed):
-        return squeezed.replace(",", "")
-    return squeezed
+    """Remove the whitespace, but keep one space after a list comma; drop thousands commas."""
+    parts = _SPACED_COMMA_RE.split(s)
+    squeezed = ", ".join(_INNER_SPACE_RE.sub("", part) for part in parts)
+    return squeezed.replace(",", "") if _THOUSANDS_RE.match(squeezed) else squeezed
 
 
 def normalize_answer(answer: str) -> NormalizedAnswer:
@@ -398,11 +399,29 @@ def is_inexact(reference_text: str) -> bool:
     return bool(_DECIMAL_RE.search(reference_text))
 
 
-def _numbers_match(reference: Fraction, answer: Fraction, inexact: bool) -> bool:
-    """Exact comparison, or a relative tolerance when the reference is inexact."""
-    if not inexact:
+def _half_last_place(reference_text: str) -> Fraction | None:
+    """Half a unit in the last written place of a plain decimal reference (``1.25`` -> 0.005)."""
+    if not _NUMBER_RE.match(reference_text) or "." not in reference_text:
+        return None
+    return Fraction(1, 2 * 10 ** len(reference_text.split(".")[1]))
+
+
+def tolerance(reference_text: str, magnitude: Fraction) -> Fraction:
+    """How far an answer may be from an inexact reference of about ``magnitude``.
+
+    A relative :data:`RELATIVE_TOLERANCE`, and never more than half a unit in the
+    reference's last written decimal (``12345.679`` is not ``12345.678``).
+    """
+    relative = RELATIVE_TOLERANCE * magnitude
+    half_place = _half_last_place(reference_text)
+    return relative if half_place is None else min(relative, half_place)
+
+
+def _numbers_match(reference: Fraction, answer: Fraction, reference_text: str) -> bool:
+    """Exact comparison, or within :func:`tolerance` when the reference is inexact."""
+    if not is_inexact(reference_text):
         return reference == answer
-    return abs(reference - answer) <= RELATIVE_TOLERANCE * max(abs(reference), abs(answer))
+    return abs(reference - answer) <= tolerance(reference_text, max(abs(reference), abs(answer)))
 
 
 def percent_readings(ref, ans, ref_percent: bool, ans_percent: bool, ref_is_whole: bool):
@@ -435,11 +454,10 @@ def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[b
     ref_value, ans_value = _plain_number(reference.text), _answer_value(reference, answer)
     if ref_value is None or ans_value is None:
         return None
-    inexact = is_inexact(reference.text)
     readings = percent_readings(
         ref_value, ans_value, reference.percent, answer.percent, ref_value.denominator == 1
     )
-    return any(_numbers_match(r, a, inexact) for r, a in readings), "numeric"
+    return any(_numbers_match(r, a, reference.text) for r, a in readings), "numeric"
 
 
 # ---------------------------------------------------------------------------
@@ -507,6 +525,25 @@ def _collection(s: str) -> tuple[str, str, list[str]] | None:
     return opener, closer, items
 
 
+def _items_of(s: str) -> tuple[str, str, list[str]] | None:
+    """Like :func:`_collection`, and an answer with ``\\pm`` is the bare list of its two values."""
+    items = _collection(s)
+    if items is None and "\\pm" in s:
+        return "", "", [s]
+    return items
+
+
+def _expand_pm(items: list[str]) -> list[str]:
+    """``a \\pm b`` stands for the two items ``a + b`` and ``a - b``."""
+    expanded = []
+    for item in items:
+        if "\\pm" in item:
+            expanded += [item.replace("\\pm", "+", 1), item.replace("\\pm", "-", 1)]
+        else:
+            expanded.append(item)
+    return expanded
+
+
 def is_unordered_collection(reference: str) -> bool:
     """Whether a reference is a set ``\\{...\\}`` or a bare list ``a, b``."""
     items = _collection(normalize_answer(reference).text)
@@ -553,18 +590,21 @@ def _has_infinity(expr) -> bool:
     return any(expr.has(value) for value in (sympy.oo, -sympy.oo, sympy.zoo, sympy.nan))
 
 
-def _numerically_close(reference, answer) -> bool:
-    """Relative-tolerance comparison of two finite constant values, in sympy arithmetic."""
+def _numerically_close(reference, answer, reference_text: str) -> bool:
+    """:func:`tolerance` comparison of two finite constant values, in sympy arithmetic."""
     import sympy
 
     ref_value, ans_value = sympy.N(reference, 30), sympy.N(answer, 30)
     if not (ref_value.is_finite and ans_value.is_finite):
         return False
-    tolerance = sympy.Rational(RELATIVE_TOLERANCE.numerator, RELATIVE_TOLERANCE.denominator)
-    return bool(abs(ref_value - ans_value) <= tolerance * max(abs(ref_value), abs(ans_value)))
+    magnitude = sympy.Rational(str(max(abs(ref_value), abs(ans_value))))
+    allowed = tolerance(reference_text, Fraction(int(magnitude.p), int(magnitude.q)))
+    return bool(
+        abs(ref_value - ans_value) <= sympy.Rational(allowed.numerator, allowed.denominator)
+    )
 
 
-def _sympy_equal(reference, answer, inexact: bool) -> bool:
+def _sympy_equal(reference, answer, reference_text: str) -> bool:
     """Compare two parsed values under the exactness, infinity and relation rules."""
     import sympy
     from latex2sympy2_extended.logic import And
@@ -579,8 +619,8 @@ def _sympy_equal(reference, answer, inexact: bool) -> bool:
     scalars = isinstance(reference, sympy.Expr) and isinstance(answer, sympy.Expr)
     if scalars and (_has_infinity(reference) or _has_infinity(answer)):
         return reference == answer
-    if inexact and scalars and reference.is_number and answer.is_number:
-        return _numerically_close(reference, answer)
+    if is_inexact(reference_text) and scalars and reference.is_number and answer.is_number:
+        return _numerically_close(reference, answer, reference_text)
     return bool(verify(reference, answer, strict=True, timeout_seconds=None))
 
 
@@ -590,7 +630,7 @@ def _parsed_equal(ref_norm: NormalizedAnswer, ans_norm: NormalizedAnswer) -> boo
     answer = _parse(ans_norm.text if inexact else _exact_decimals(ans_norm.text))
     ref_is_whole = bool(getattr(reference, "is_integer", False))
     readings = percent_readings(reference, answer, ref_norm.percent, ans_norm.percent, ref_is_whole)
-    return any(_sympy_equal(r, a, inexact) for r, a in readings)
+    return any(_sympy_equal(r, a, ref_norm.text) for r, a in readings)
 
 
 def _scalar_equal(reference: str, answer: str) -> tuple[bool, str]:
@@ -635,11 +675,11 @@ def grade_in_worker(reference: str, answer: str) -> tuple[bool, str]:
         same_shape = [len(r) for r in ref_matrix] == [len(r) for r in ans_matrix]
         cells = zip(sum(ref_matrix, []), sum(ans_matrix, []), strict=False)
         return same_shape and all(_scalar_equal(r, a)[0] for r, a in cells), "matrix"
-    ref_items, ans_items = _collection(ref_norm.text), _collection(ans_norm.text)
+    ref_items, ans_items = _items_of(ref_norm.text), _items_of(ans_norm.text)
     if ref_items is not None and ans_items is not None:
         (ref_open, ref_close, refs), (ans_open, ans_close, answers) = ref_items, ans_items
         if ref_open in ("\\{", ""):  # a set: any brackets, any order
-            return _items_equal(refs, answers, ordered=False), "set"
+            return _items_equal(_expand_pm(refs), _expand_pm(answers), ordered=False), "set"
         brackets_match = (ref_open, ref_close) == (ans_open, ans_close)
         return brackets_match and _items_equal(refs, answers, ordered=True), "tuple"
     if _is_bare_list(ref_items) or _is_bare_list(ans_items):
