@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from intbench.records import Problem
@@ -44,3 +46,29 @@ CODE = Problem(
 )
 def test_leak_detection(problem, message, leaked):
     assert answer_leaked(problem, message) is leaked
+
+
+HOSTILE_MESSAGES = {
+    "spaces": "x" + " " * 200_000 + "x",
+    "spaced_words": " x" * 100_000,
+    "digits": "3" * 200_000,
+    "decimals": ".3" * 100_000,
+    "latex_noise": "\\left" * 40_000,
+    "fractions": "\\frac{1}{2" * 20_000,
+    "dollars": "$" * 200_000,
+    "words": "kata mirel " * 20_000,
+    "backticks": "`" * 200_000,
+}
+
+
+@pytest.mark.parametrize("problem", [MATH, NUMBER, TEXT, TEASER, ARC, CODE], ids=lambda p: p.id)
+@pytest.mark.parametrize("name", sorted(HOSTILE_MESSAGES))
+def test_long_hostile_messages_are_checked_in_linear_time(problem, name):
+    # Linear checks take well under a second here; a quadratic one would take hours.
+    start = time.perf_counter()
+    answer_leaked(problem, HOSTILE_MESSAGES[name])
+    assert time.perf_counter() - start < 3.0
+
+
+def test_a_leak_at_the_start_of_a_long_message_is_found():
+    assert answer_leaked(TEXT, "Kata mirel dosu." + " padding" * 100_000)

@@ -5,6 +5,9 @@ message as a standalone expression (math, text domains), the answer grid
 written out (ARC), or code from the reference solution (code domains).  It is
 cheap and deterministic; an LLM judge (the ``leakage_judge`` prompt) can be
 layered on top for subtler leaks.
+
+Unlike the graders it reads the whole message, since a leak anywhere in it
+counts, and every check takes time linear in the message's length.
 """
 
 from __future__ import annotations
