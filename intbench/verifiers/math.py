@@ -24,7 +24,8 @@ A timeout or grader crash gives ``status="error"``, never ``"incorrect"``.
 Rules
 -----
 **Exactness.**  A reference written with a decimal point is *inexact*: a
-numeric answer matches within a relative tolerance of :data:`RELATIVE_TOLERANCE`.
+numeric answer matches within a relative tolerance of :data:`RELATIVE_TOLERANCE`,
+and never further than half a unit in the reference's last written decimal.
 Any other reference (integer, fraction, surd, ``\\pi``...) is *exact*: the
 answer's decimals are read as exact fractions and must equal it exactly
 (``0.5`` matches ``\\frac12``; ``0.333333`` does not match ``\\frac13``).
@@ -47,7 +48,8 @@ the answer (``\\text{the answer is not 5}`` is not ``5``); known units are dropp
 thousands separator (``1,000``, ``2,100``), in the answer and the reference
 alike; a comma followed by a space always separates list items
 (``32, 349`` is a list, never 32349).  Against a reference written as a decimal,
-an answer such as ``1,22`` is a decimal comma (1.22).
+an answer such as ``1,22`` is a decimal comma (1.22).  Spaces between digits
+are digit grouping (``32\\,349`` is 32349).
 
 **Collections.**  A reference that is a set (``\\{1,3\\}``) or a bare list
 (``1, 3``) is compared unordered with an answer list of any brackets.  A
@@ -71,10 +73,18 @@ Deliberate differences from plain ``math_verify.parse`` + ``math_verify.verify``
   (math-verify drops the relation or keeps the last right-hand side).
 * ``5000\\%`` is not ``50`` (math-verify evaluates the percent).
 * ``\\{1,3\\}`` or a bare ``1, 3`` is not the pair or interval ``(1,3)``.
-* Every box is graded, not only the last one; math-verify reads answers such
-  as ``\\boxed{1,22}`` or ``2, 100`` with its own comma rules.
+* Every box is graded, not only the last one (``\\boxed{1} \\boxed{2}`` is not
+  the pair ``(1,2)``), and a list is never one number (``3, 3`` is not ``3``).
+* Decimal commas (``1,22`` for ``1.22``), digit groups split by spaces
+  (``32\\,349``), ``90°`` and ``\\fbox`` are read; math-verify rejects them.
+* An answer is only taken from a box or a "final answer" line, and only from
+  the graded part of the response; math-verify also takes a bare number
+  anywhere (``The answer is 7.``).
 * The whole answer is parsed: math-verify's search for a sub-expression inside
   the answer (which finds ``2`` in ``\\leq 2``) is not used.
+
+``benchmarks/math_agreement.py`` measures both graders on the labelled pairs of
+``tests/fixtures/math_answer_pairs.jsonl``, where each such pair names its rule.
 """
 
 from __future__ import annotations
