@@ -5,7 +5,7 @@ as root (or as the namespace's owner), before the runner drops privileges.
 It mounts a tmpfs on a host directory the parent created, binds into it
 read-only what the sandbox may see (the same list bubblewrap gets), adds
 ``/proc``, a minimal ``/dev`` and a size-limited work directory, then
-``pivot_root``\\ s into it and detaches the old root: the host filesystem is
+switches to it with ``pivot_root``, detaching the old root: the host filesystem is
 gone from the namespace, not merely hidden.  Paths keep their host names, so
 the interpreter's own ``sys.path`` stays valid after the switch.
 """
@@ -53,8 +53,8 @@ def _mounts_bind_read_only(source, target):
     _mounts_mount(None, target, None, flags)
 
 
-def _mounts_make_dev(root):
-    """A read-only tmpfs /dev holding only harmless device nodes."""
+def _mounts_make_dev(root, shm_bytes):
+    """A read-only tmpfs /dev holding only harmless device nodes and a private /dev/shm."""
     import os
 
     ms_rdonly, ms_nosuid, ms_remount, ms_bind = 1, 2, 32, 4096
@@ -68,8 +68,11 @@ def _mounts_make_dev(root):
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
         os.symlink(target, f"{dev}/{name}")
+    os.mkdir(dev + "/shm")
     # Device nodes stay writable on a read-only mount; new files cannot appear.
     _mounts_mount(None, dev, None, ms_remount | ms_rdonly | ms_nosuid)
+    # multiprocessing's semaphores need a writable /dev/shm.
+    _mounts_mount("tmpfs", dev + "/shm", "tmpfs", ms_nosuid | 4, f"mode=01777,size={shm_bytes}")
 
 
 def _mounts_enter_root(spec):
@@ -100,7 +103,7 @@ def _mounts_enter_root(spec):
             raise OSError(f"unknown mount operation {op!r}")
     os.makedirs(root + "/proc", 0o755)
     _mounts_mount("proc", root + "/proc", "proc", ms_nosuid | ms_nodev | ms_noexec)
-    _mounts_make_dev(root)
+    _mounts_make_dev(root, spec["shm_bytes"])
     workdir = root + spec["workdir"]
     os.makedirs(workdir, 0o755, exist_ok=True)
     _mounts_mount("tmpfs", workdir, "tmpfs", ms_nosuid | ms_nodev,

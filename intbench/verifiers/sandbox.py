@@ -7,29 +7,52 @@ forked child under rlimits and answers with the raw outcome.  Expected
 outputs, other problems' tests and reference solutions stay in this (trusted)
 process, which does all comparisons.
 
-Isolation levels, strongest first (:func:`isolation_level` picks the first
-that works here and logs which):
+Isolation levels, strongest first.  :func:`isolation_level` picks the first
+that passes its probe; it **fails closed**: when neither ``bwrap`` nor
+``unshare`` works it raises :class:`SandboxError` (install bubblewrap) and no
+untrusted code runs, unless ``INTBENCH_SANDBOX_ALLOW_WEAK=1`` is set (read at
+each call) or a caller passes ``isolation="rlimits"`` explicitly.  Every run
+records the level it used (``SandboxRun.isolation``).
 
 ``bwrap``
     bubblewrap: a minimal read-only filesystem (system libraries and the base
     Python prefix without site-packages), a size-limited private tmpfs as the
-    working directory, new PID/network/IPC/UTS namespaces, runner as PID 1.
-    Started as root, the runner drops to a per-run unprivileged uid; started
-    as a normal user, bwrap uses a user namespace instead.
+    working directory and a small private ``/dev/shm``, new PID/network/IPC/UTS
+    namespaces, runner as PID 1.  Started as root, the runner drops to a
+    per-run unprivileged uid; started as a normal user, bwrap uses a user
+    namespace (with ``--disable-userns``) instead.
 ``unshare``
-    ``unshare`` namespaces (no network, own PID namespace with the runner as
-    PID 1) plus the uid drop and rlimits, but the host filesystem stays
-    visible (read-only where permissions say so).  Needs the interpreter to
-    be readable by the sandbox uid.
+    util-linux ``unshare`` makes the same namespaces plus a mount namespace;
+    before dropping privileges the runner builds the same read-only root as
+    bwrap on a tmpfs and switches to it with ``pivot_root`` (``_sandbox_mounts.py``), so
+    this level passes the same escape tests, including where the interpreter
+    lives under a home directory only its owner may enter.
 ``rlimits``
     rlimits, a new session and a private temp dir only: no network or
-    filesystem isolation.  Used only with a logged warning.
+    filesystem isolation, and the runner keeps our uid.  Opt-in only.
+
+At the ``bwrap`` and ``unshare`` levels the runner installs a seccomp filter
+(``_sandbox_seccomp.py``) after its privilege drop: namespace creation,
+mounts, ``ptrace``, ``io_uring``, BPF, keyrings and module loading fail with
+``EPERM`` for the program and everything it starts.
+
+Total memory and processes of a run (``SandboxLimits.total_memory_mb``,
+``max_processes``): each run gets its own cgroup (v2 with the memory and pids
+controllers, else v1 memory and pids hierarchies) that the runner joins
+before it starts, removed after the run.  Where no cgroup can be made, the
+bound is RLIMIT_NPROC on the run's own uid times RLIMIT_AS: ``max_processes``
+is lowered to ``max(2, total_memory_mb // memory_mb)`` tasks (runner
+included) of ``memory_mb`` each, plus the runner's headroom.  The kernel does
+not apply RLIMIT_NPROC to root, so the ``rlimits`` level as root has no total
+bound without a cgroup.  The session records which bound held
+(``cgroup2``, ``cgroup1``, ``rlimit`` or ``none``).
 
 Thread-safe: each call owns its process, pipes, temp dir and (as root) uid.
 """
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import fcntl
 import functools
@@ -47,11 +70,15 @@ import sysconfig
 import tempfile
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import CodeType
 from typing import Literal
+
+from intbench.verifiers._sandbox_runner import MAX_VALUE_BYTES, decode_value, encode_value
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +96,7 @@ def _sibling_source(name: str) -> str:
 _RUNNER_SOURCE = _sibling_source("_sandbox_seccomp.py") + _sibling_source("_sandbox_runner.py")
 _MOUNTS_SOURCE = _sibling_source("_sandbox_mounts.py")
 ALLOW_WEAK_ENV = "INTBENCH_SANDBOX_ALLOW_WEAK"
+_SHM_BYTES = 16 * 1024 * 1024  # the sandbox's private /dev/shm
 _WORKDIR = "/sandbox"  # the program's working directory inside bwrap
 _STARTUP_TIMEOUT_S = 10.0
 _RESPONSE_GRACE_S = 1.0  # slack over the runner's own per-test deadline
@@ -110,11 +138,17 @@ class SandboxLimits:
 class CaseOutcome:
     """What happened when the program ran on one test case.
 
-    ``status`` is ``"ok"`` (exited 0 in time), ``"runtime_error"`` (non-zero
-    exit, uncaught exception or fatal signal), ``"timeout"``,
-    ``"output_limit"`` (printed more than allowed), ``"crashed"`` (the
-    sandbox itself died during this case) or ``"not_run"`` (total time
-    exhausted or the sandbox gone before this case).
+    ``status`` is ``"ok"``, ``"runtime_error"``, ``"timeout"``,
+    ``"output_limit"`` (printed, or returned, more than allowed), ``"crashed"``
+    (the sandbox itself failed during this case) or ``"not_run"`` (total time
+    exhausted or the sandbox gone before this case).  For a stdio test ``"ok"``
+    means the program exited 0 in time (its ``stdout`` still has to be
+    compared); ``"runtime_error"`` a non-zero exit, uncaught exception or fatal
+    signal.  For a function test ``"ok"`` is the verdict of the trusted test
+    code: it ran to its end, every call was answered with a plain value and the
+    program's process was still running; anything else (a failed assert, an
+    exception, an exit, a malformed reply) is ``"runtime_error"``, with the
+    test's traceback at the end of ``stderr``.
     """
 
     status: str
@@ -154,18 +188,28 @@ def run_program(
 ) -> SandboxRun:
     """Run ``program`` on every case in one fresh sandboxed process.
 
+    Function tests are trusted code (from the data set) and run in *this*
+    process: ``setup``, then the test's code, with ``candidate`` (and the name
+    ``entry_point``) bound to a proxy that calls ``entry_point`` in the sandbox.
+    Each call's arguments travel there encoded; the return value comes back
+    encoded and is decoded here into plain builtin values (int, float, complex,
+    str, bytes, bool, None and lists, tuples, dicts, sets, frozensets of them,
+    at most 1 MiB and 100 levels deep), so the test's own comparison runs on a
+    copy the program cannot rig.  Nothing of the test reaches the sandbox.
+
     Args:
         program: Python source of the untrusted program.
         cases: ``{"input": str}`` per test for ``kind="stdio"``; ``{"code": str}``
-            per test for ``kind="function"`` (run with ``candidate`` bound to
-            ``entry_point`` after ``setup``).  Other keys (expected outputs)
+            per test for ``kind="function"``.  Other keys (expected outputs)
             are ignored and never sent to the sandbox.
+        setup: trusted code run before each function test (helpers the tests call).
         limits: resource limits; defaults to :class:`SandboxLimits`.
         isolation: force a level instead of the best available one.
 
     Returns:
         A :class:`SandboxRun`.  Problems of the sandbox itself (it could not
         start) set ``error`` and leave every case ``not_run``; they never raise.
+        Test code or setup that does not compile raises ``ValueError``.
     """
     if kind not in ("stdio", "function"):
         raise ValueError(f"kind must be 'stdio' or 'function', got {kind!r}")
@@ -175,10 +219,13 @@ def run_program(
     level = isolation or isolation_level()
     if level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation must be one of {ISOLATION_LEVELS}, got {level!r}")
-    payloads = [
-        {"input": str(c.get("input", ""))} if kind == "stdio" else {"code": str(c.get("code", ""))}
-        for c in cases
-    ]
+    payloads: list = (
+        [{"input": str(c.get("input", ""))} for c in cases]
+        if kind == "stdio"
+        else _compile_function_tests(
+            setup or "", [str(c.get("code", "")) for c in cases], entry_point
+        )
+    )
     config = {
         "kind": kind,
         "program": program,
@@ -366,6 +413,8 @@ def _bwrap_command(uid: int, limits: SandboxLimits, as_root: bool) -> list[str]:
             args += [bwrap_op[op], source, dest]
     args += [
         "--proc", "/proc", "--dev", "/dev",
+        # multiprocessing's semaphores need a writable /dev/shm: a small private one.
+        "--perms", "01777", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm",
         "--perms", "01777", "--size", str(limits.workdir_mb * 1024 * 1024), "--tmpfs", _WORKDIR,
         "--chdir", _WORKDIR,
         "--setenv", "HOME", _WORKDIR, "--setenv", "TMPDIR", _WORKDIR,
@@ -381,7 +430,7 @@ def _unshare_command(uid: int, limits: SandboxLimits, as_root: bool, root: str) 
     The runner starts from the interpreter's host path, as root, in a new
     mount namespace; ``_sandbox_mounts.py`` (run before the runner drops its
     privileges) mounts the same read-only view bubblewrap gets on a tmpfs at
-    ``root`` (a directory the parent created) and ``pivot_root``\\ s into it.
+    ``root`` (a directory the parent created) and switches to it with ``pivot_root``.
     Paths keep their host names, so the interpreter needs no re-exec, and a
     prefix under a home directory only its owner may enter (``/root``, mode
     0700) becomes reachable: its parents are recreated mode 0755.
@@ -395,6 +444,7 @@ def _unshare_command(uid: int, limits: SandboxLimits, as_root: bool, root: str) 
         "mounts": _visible_filesystem(),
         "workdir": _WORKDIR,
         "workdir_bytes": limits.workdir_mb * 1024 * 1024,
+        "shm_bytes": _SHM_BYTES,
     }
     prelude = f"{_MOUNTS_SOURCE}\n_mounts_enter_root({json.dumps(spec)!r})\n"
     return args + ["--"] + _runner_argv(uid, prelude)
@@ -735,16 +785,14 @@ class _Session:
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def run(self, config: dict, payloads: list[dict]) -> SandboxRun:
+    def run(self, config: dict, payloads: list) -> SandboxRun:
+        """Run every payload: ``{"input": str}`` dicts, or :class:`_FunctionTest`\\ s."""
         start = time.monotonic()
         total_deadline = start + self.limits.total_time_s
         outcomes: list[CaseOutcome] = []
         run = SandboxRun(outcomes=outcomes, isolation=self.level, uid=self.uid)
         try:
-            self._send(config, min(total_deadline, start + _STARTUP_TIMEOUT_S))
-            ready = self._receive(min(total_deadline, start + _STARTUP_TIMEOUT_S))
-            if not ready.get("ready"):
-                raise SandboxError(f"unexpected runner greeting {ready!r}")
+            self._start(config, min(total_deadline, start + _STARTUP_TIMEOUT_S))
         except (SandboxError, TimeoutError, EOFError, OSError) as exc:
             run.error = f"sandbox failed to start: {type(exc).__name__}: {exc}"
             outcomes += [CaseOutcome("not_run") for _ in payloads]
@@ -756,8 +804,10 @@ class _Session:
             case_deadline = time.monotonic() + self.limits.time_limit_s + _RESPONSE_GRACE_S
             deadline = min(case_deadline, total_deadline)
             try:
-                self._send(payload, deadline)
-                outcomes.append(_outcome_from(self._receive(deadline)))
+                if isinstance(payload, _FunctionTest):
+                    outcomes.append(self._run_function_test(payload, deadline))
+                else:
+                    outcomes.append(_outcome_from(self._exchange(payload, deadline)))
             except TimeoutError:
                 # The runner enforces the per-test limit itself, so silence means
                 # the total budget ran out or the runner is wedged: stop here.
@@ -769,6 +819,31 @@ class _Session:
                 break
         outcomes += [CaseOutcome("not_run") for _ in payloads[len(outcomes) :]]
         return self._finish(run, start)
+
+    def _start(self, config: dict, deadline: float) -> None:
+        """Send the runner its configuration (never the tests) and await its greeting."""
+        runner_config = {key: config[key] for key in _RUNNER_CONFIG_KEYS}
+        runner_config["scratch_dirs"] = [] if self.level == "rlimits" else _PRIVATE_SCRATCH_DIRS
+        self._send(runner_config, deadline)
+        greeting = self._receive(deadline)
+        if "error" in greeting:
+            raise SandboxError(f"the sandbox refused to start: {greeting['error']}")
+        if greeting.get("ready") is not True:
+            raise SandboxError(f"unexpected runner greeting {greeting!r}")
+
+    def _run_function_test(self, test: _FunctionTest, deadline: float) -> CaseOutcome:
+        """Run one test's trusted code here against the program's function in the sandbox."""
+        function = _SandboxedFunction(self, deadline)
+        failure = test.run(function)
+        if function.broken is not None:
+            raise function.broken  # the runner is gone or wedged: the run stops
+        # Ending the test only kills and reaps, so it needs little time of its own.
+        end = self._exchange({"end": True}, time.monotonic() + _RESPONSE_GRACE_S)
+        return _function_outcome(_outcome_from(end), function, failure, test)
+
+    def _exchange(self, message: dict, deadline: float) -> dict:
+        self._send(message, deadline)
+        return self._receive(deadline)
 
     def _finish(self, run: SandboxRun, start: float) -> SandboxRun:
         run.seconds = round(time.monotonic() - start, 4)
@@ -793,7 +868,10 @@ class _Session:
                     continue
 
     def _receive(self, deadline: float) -> dict:
-        limit = self.limits.max_output_bytes * 6 + self.limits.max_stderr_bytes * 6 + 4096
+        """The runner's next frame (a JSON object); ``SandboxError`` if malformed."""
+        limits = self.limits
+        # JSON escaping can make a string up to 6 times longer.
+        limit = 6 * (limits.max_output_bytes + limits.max_stderr_bytes + MAX_VALUE_BYTES) + 4096
         out_fd, err_fd = self.proc.stdout.fileno(), self.proc.stderr.fileno()
         with selectors.DefaultSelector() as selector:
             selector.register(out_fd, selectors.EVENT_READ)
@@ -806,7 +884,7 @@ class _Session:
                     if len(self._buffer) >= _HEADER.size + size:
                         frame = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
                         del self._buffer[: _HEADER.size + size]
-                        return json.loads(frame)
+                        return _json_object(frame)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError("no answer from the sandbox in time")
@@ -826,9 +904,200 @@ class _Session:
                         self._buffer += chunk
 
 
+def _json_object(frame: bytes) -> dict:
+    try:
+        message = json.loads(frame)
+    except ValueError as exc:
+        raise SandboxError(f"runner sent a malformed frame: {exc}") from None
+    if not isinstance(message, dict):
+        raise SandboxError("runner sent a frame that is not an object")
+    return message
+
+
 def _outcome_from(frame: dict) -> CaseOutcome:
+    """The outcome in a runner's ``{"outcome": {...}}`` frame; ``SandboxError`` otherwise."""
+    outcome = frame.get("outcome") if set(frame) == {"outcome"} else None
+    if not isinstance(outcome, dict) or outcome.get("status") not in _RUNNER_STATUSES:
+        raise SandboxError(f"runner sent no outcome: {str(frame)[:200]}")
     names = {f.name for f in dataclasses.fields(CaseOutcome)}
-    return CaseOutcome(**{k: v for k, v in frame.items() if k in names})
+    return CaseOutcome(**{k: v for k, v in outcome.items() if k in names})
+
+
+# ---------------------------------------------------------------- function tests
+
+_RUNNER_CONFIG_KEYS = ("kind", "program", "entry_point", "limits")
+# Writable directories the bwrap and unshare levels make private to one run (beside
+# the work directory): the runner empties them after every test.
+_PRIVATE_SCRATCH_DIRS = ["/dev/shm"]
+_RUNNER_STATUSES = {"ok", "runtime_error", "timeout", "output_limit"}
+_STOP_STATUSES = _RUNNER_STATUSES - {"ok"}
+_TEST_FILE, _SETUP_FILE = "test.py", "setup.py"
+
+
+class _CaseStopped(BaseException):
+    """The program's function cannot answer any more: the test fails.
+
+    A ``BaseException``, so that test code catching ``Exception`` cannot
+    swallow an exit, a timeout or a malformed reply of the program.
+    """
+
+    def __init__(self, status: str, detail: str = "") -> None:
+        super().__init__(detail or status)
+        self.status = status
+        self.detail = detail
+
+
+class _ProgramError(Exception):
+    """An exception of the program's function that is no builtin exception here."""
+
+
+class _FunctionTest:
+    """One function test: trusted code, compiled here and run in this process."""
+
+    def __init__(self, setup: CodeType, setup_source: str, source: str, entry_point: str) -> None:
+        self.setup = setup
+        self.code = _compile_trusted(source, _TEST_FILE)
+        self.sources = {_SETUP_FILE: setup_source, _TEST_FILE: source}
+        self.entry_point = entry_point
+
+    def run(self, function: _SandboxedFunction) -> BaseException | None:
+        """Run the test; the exception that ended it early, or ``None`` if it ran to its end."""
+        namespace: dict = {"__name__": "__test__"}
+        try:
+            exec(self.setup, namespace)
+            # Tests may call the function by its own name too (HumanEval/33 does).
+            namespace["candidate"] = namespace[self.entry_point] = function
+            exec(self.code, namespace)
+        except (Exception, _CaseStopped) as exc:  # noqa: BLE001 - any failure fails the test
+            return exc
+        return None
+
+    def traceback(self, exc: BaseException) -> str:
+        """``exc`` as a traceback through the test's own lines (never this module's)."""
+        lines = ["Traceback (most recent call last):\n"]
+        for frame, lineno in traceback.walk_tb(exc.__traceback__):
+            filename = frame.f_code.co_filename
+            if filename not in self.sources:
+                continue
+            lines.append(f'  File "{filename}", line {lineno}, in {frame.f_code.co_name}\n')
+            source_lines = self.sources[filename].splitlines()
+            if 0 < lineno <= len(source_lines) and source_lines[lineno - 1].strip():
+                lines.append(f"    {source_lines[lineno - 1].strip()}\n")
+        return "".join(lines + traceback.format_exception_only(type(exc), exc))
+
+
+def _compile_trusted(source: str, filename: str) -> CodeType:
+    try:
+        return compile(source, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        raise ValueError(f"the tests' {filename} does not compile: {exc}") from None
+
+
+def _compile_function_tests(
+    setup: str, sources: list[str], entry_point: str
+) -> list[_FunctionTest]:
+    setup_code = _compile_trusted(setup, _SETUP_FILE)
+    return [_FunctionTest(setup_code, setup, source, entry_point) for source in sources]
+
+
+class _SandboxedFunction:
+    """``candidate`` of trusted test code: each call runs the program's function in
+    the sandbox and returns a plain-value copy of its return value.
+
+    The first call that gets no plain value (the process ended, timed out or
+    answered garbage) stops the test, and every later call raises the same stop.
+    """
+
+    def __init__(self, session: _Session, deadline: float) -> None:
+        self.session = session
+        self.deadline = deadline
+        self.stop: _CaseStopped | None = None
+        self.broken: BaseException | None = None  # the runner itself failed
+        self.tracebacks: list[str] = []  # of exceptions the program's function raised
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        if self.stop is None:
+            try:
+                return self._call(args, kwargs)
+            except _CaseStopped as stop:
+                self.stop = stop
+        raise self.stop
+
+    def _call(self, args: tuple, kwargs: dict) -> object:
+        if time.monotonic() >= self.deadline:
+            raise _CaseStopped("timeout", "the test ran past its time limit")
+        try:
+            request = json.dumps(encode_value([list(args), kwargs]))
+        except (TypeError, ValueError) as exc:
+            raise _CaseStopped("crashed", f"a test argument cannot be sent: {exc}") from None
+        try:
+            frame = self.session._exchange({"call": request}, self.deadline)
+        except (TimeoutError, EOFError, OSError, SandboxError) as exc:
+            self.broken = exc
+            raise _CaseStopped("crashed", f"sandbox died: {exc}") from None
+        if set(frame) == {"stopped"} and frame["stopped"] in _STOP_STATUSES:
+            raise _CaseStopped(frame["stopped"])
+        if set(frame) != {"reply"} or not isinstance(frame["reply"], str):
+            self.broken = SandboxError(f"runner sent no reply: {str(frame)[:200]}")
+            raise _CaseStopped("crashed", str(self.broken))
+        kind, value = _parse_reply(frame["reply"])
+        if kind == "raised":
+            name, message, student_traceback = value
+            self.tracebacks.append(student_traceback)
+            raise _program_exception(name, message)
+        return value
+
+
+def _parse_reply(text: str) -> tuple[str, object]:
+    """``("return", plain value)`` or ``("raised", (name, message, traceback))``.
+
+    The reply comes from the program's process, so anything but exactly these
+    shapes stops the test.
+    """
+    try:
+        if len(text) > MAX_VALUE_BYTES:
+            raise ValueError("larger than 1 MiB")
+        reply = json.loads(text)
+        if type(reply) is dict and set(reply) == {"return"}:
+            return "return", decode_value(reply["return"])
+        raised = reply.get("raised") if type(reply) is dict and set(reply) == {"raised"} else None
+        if type(raised) is list and len(raised) == 3 and all(type(x) is str for x in raised):
+            return "raised", tuple(raised)
+        raise ValueError("neither a return value nor an exception")
+    except (ValueError, TypeError, RecursionError) as exc:
+        detail = f"the function's reply is not a plain value: {exc}"
+        raise _CaseStopped("runtime_error", detail) from None
+
+
+def _program_exception(name: str, message: str) -> Exception:
+    """The exception the program's function raised, rebuilt as the builtin of that
+    name (so a test may expect it), else as a :class:`_ProgramError`."""
+    cls = getattr(builtins, name, None)
+    iteration = (StopIteration, StopAsyncIteration)  # would end a test's loop quietly
+    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, iteration):
+        try:
+            return cls(message)
+        except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError needs other arguments
+            pass
+    return _ProgramError(f"{name}: {message}")
+
+
+def _function_outcome(
+    end: CaseOutcome, function: _SandboxedFunction, failure: BaseException | None,
+    test: _FunctionTest,
+) -> CaseOutcome:  # fmt: skip
+    """The verdict of one function test, from its trusted run and the runner's account."""
+    end.stderr += "".join(function.tracebacks)
+    if end.status != "ok":  # the process ended, ran too long or printed too much
+        return end
+    stop = function.stop
+    if stop is not None:
+        end.status = stop.status
+        end.stderr += f"\n[sandbox] {stop.detail}\n" if stop.detail else ""
+    elif failure is not None:
+        end.status = "runtime_error"
+        end.stderr += test.traceback(failure)
+    return end
 
 
 __all__ = [
