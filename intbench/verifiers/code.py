@@ -1,10 +1,13 @@
 """Code verifier for the ``codeforces`` and ``debug`` domains.
 
-The student's program is extracted from the response, run on all of the
-problem's tests in one sandbox (:mod:`intbench.verifiers.sandbox`), and the
-outputs are compared here, outside the sandbox, so expected outputs never
-reach untrusted code.  :func:`render_execution_context` turns the result into
-the execution-feedback modes of the feedback protocol.
+The student's program is extracted from the response and run on all of the
+problem's tests in one sandbox (:mod:`intbench.verifiers.sandbox`).  Expected
+outputs and test code never reach untrusted code: stdio outputs are compared
+here (:func:`outputs_match`), and function tests run here, in the trusted
+process, calling the program's function in the sandbox and comparing plain
+copies of its return values.  An exit status never passes a test.
+:func:`render_execution_context` turns the result into the execution-feedback
+modes of the feedback protocol.
 """
 
 from __future__ import annotations
@@ -29,7 +32,11 @@ _TOTAL_TIME_RANGE_S = (10.0, 20.0)
 _FENCE = "```"
 # The language tag right after an opening fence; the rest of that line is ignored.
 _FENCE_TAG = re.compile(r"[ \t]*([\w+#.-]*)")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+# Output tokens are split on ASCII whitespace only and numbers use ASCII digits only,
+# as judges do: other Unicode spaces and digits are text that must match exactly.
+_TOKEN_SEPARATOR = re.compile(r"[ \t\n\r\f\v]+")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
 
 
@@ -103,19 +110,43 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
 
 
 def outputs_match(expected: str, got: str, tolerance: float = FLOAT_TOLERANCE) -> bool:
-    """Compare whitespace-separated tokens; numeric tokens may differ by ``tolerance``
-    (absolute or relative)."""
-    want, have = expected.split(), got.split()
+    """Whether ``got`` matches ``expected`` token by token (ASCII-whitespace separated).
+
+    What kind of token the *expected* one is decides how it compares:
+
+    - an integer (ASCII digits, optional sign) matches only an integer of the
+      same value, exactly: ``007`` and ``+7`` match ``7``, but ``8``, ``7.0`` and
+      ``7e0`` do not, however large the number;
+    - a float (a decimal number with a ``.`` or an exponent) matches any decimal
+      number within ``tolerance``, absolute or relative; both must be finite;
+    - anything else (words, ``inf``, ``nan``) matches only the same text.
+    """
+    want, have = _tokens(expected), _tokens(got)
     if len(want) != len(have):
         return False
-    for a, b in zip(want, have, strict=True):
-        if a == b:
-            continue
-        if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
-            return False
-        if not math.isclose(float(a), float(b), rel_tol=tolerance, abs_tol=tolerance):
-            return False
-    return True
+    return all(_token_matches(a, b, tolerance) for a, b in zip(want, have, strict=True))
+
+
+def _tokens(text: str) -> list[str]:
+    return [token for token in _TOKEN_SEPARATOR.split(text) if token]
+
+
+def _token_matches(want: str, have: str, tolerance: float) -> bool:
+    if want == have:
+        return True
+    if _INTEGER.fullmatch(want):
+        return bool(_INTEGER.fullmatch(have)) and _integer_digits(want) == _integer_digits(have)
+    if not (_DECIMAL.fullmatch(want) and _DECIMAL.fullmatch(have)):
+        return False
+    a, b = float(want), float(have)
+    finite = math.isfinite(a) and math.isfinite(b)
+    return finite and math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
+
+
+def _integer_digits(token: str) -> str:
+    """An integer token's value as canonical text (no int() of a huge token)."""
+    digits = token.lstrip("+-").lstrip("0") or "0"
+    return digits if token[0] != "-" or digits == "0" else "-" + digits
 
 
 def _truncate(text: str, limit: int = _SHOW_CHARS) -> str:

@@ -786,7 +786,7 @@ class _Session:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def run(self, config: dict, payloads: list) -> SandboxRun:
-        """Run every payload: ``{"input": str}`` dicts, or :class:`_FunctionTest`\\ s."""
+        """Run every payload: ``{"input": str}`` dicts (stdio) or :class:`_FunctionTest` objects."""
         start = time.monotonic()
         total_deadline = start + self.limits.total_time_s
         outcomes: list[CaseOutcome] = []

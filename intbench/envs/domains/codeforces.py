@@ -105,29 +105,53 @@ def _segment(source: str, node: ast.stmt) -> str:
     return textwrap.dedent(ast.get_source_segment(source, node, padded=True) or ast.unparse(node))
 
 
-def split_check(test_source: str, entry_point: str) -> dict:
+def split_check(test_source: str, entry_point: str, prompt: str = "") -> dict:
     """Turn a HumanEval test file into ``{"kind": "function", ...}`` tests.
 
-    Each top-level statement of ``check(candidate)`` that contains an assert is
-    one case; non-assert statements (imports, helper variables) are repeated in
-    front of every later case, so each case also runs on its own.  Everything
-    outside ``check`` (``METADATA``, helpers) becomes ``setup``.
+    Each top-level statement of ``check(candidate)`` that asserts something and
+    calls ``candidate`` is one case; other statements (imports, helper variables,
+    asserts that test nothing of the program) are repeated in front of every
+    later case, so each case also runs on its own.  ``setup`` holds the
+    ``prompt``'s helpers (every top-level statement but the ``entry_point``
+    stub, e.g. HumanEval/32's ``poly``) and then everything outside ``check``
+    (``METADATA``): the tests call these trusted definitions, never the
+    program's own copies.
     """
     module = ast.parse(test_source)
     checks = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
     if len(checks) != 1:
         raise ValueError("test source must define exactly one check(candidate)")
-    setup = "\n".join(_segment(test_source, n) for n in module.body if n is not checks[0])
+    test_setup = [_segment(test_source, n) for n in module.body if n is not checks[0]]
+    setup = "\n".join([*_prompt_helpers(prompt, entry_point), *test_setup])
     cases, prefix = [], []
     for stmt in checks[0].body:
         code = _segment(test_source, stmt)
-        if any(isinstance(node, ast.Assert) for node in ast.walk(stmt)):
+        if _tests_candidate(stmt):
             cases.append({"code": "\n".join([*prefix, code])})
         else:
             prefix.append(code)
     if not cases:
-        raise ValueError("check(candidate) contains no assert")
+        raise ValueError("check(candidate) contains no assert that calls candidate")
     return {"kind": "function", "entry_point": entry_point, "setup": setup, "cases": cases}
+
+
+def _tests_candidate(stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` asserts something and calls ``candidate`` (else any program passes it)."""
+    nodes = list(ast.walk(stmt))
+    calls = any(isinstance(n, ast.Name) and n.id == "candidate" for n in nodes)
+    return calls and any(isinstance(n, ast.Assert) for n in nodes)
+
+
+def _prompt_helpers(prompt: str, entry_point: str) -> list[str]:
+    """Source of the prompt's top-level statements except the ``entry_point`` stub."""
+    if not prompt.strip():
+        return []
+    module = ast.parse(prompt)
+    return [
+        _segment(prompt, node)
+        for node in module.body
+        if not (isinstance(node, ast.FunctionDef) and node.name == entry_point)
+    ]
 
 
 def humaneval_question(prompt: str) -> str:
@@ -148,7 +172,7 @@ def humaneval_problem(record: dict) -> Problem:
         domain="codeforces",
         question=humaneval_question(record["prompt"]),
         solution=record["prompt"] + record["canonical_solution"],
-        tests=split_check(record["test"], record["entry_point"]),
+        tests=split_check(record["test"], record["entry_point"], record["prompt"]),
         metadata=provenance(
             "human-eval", "test", HUMANEVAL_LICENSE, HUMANEVAL_URL, task_id=task_id
         ),
