@@ -1,8 +1,9 @@
-"""Property tests: every domain's verifier survives arbitrary text.
+"""Property tests: every domain's verifier and every response parser survives arbitrary text.
 
 ``intbench.verifiers.verify`` turns a crashing verifier into an ``error``
 verdict and logs it, so "no exception escapes" is checked on that log: an
 example passes only if the verifier itself returned a Verdict without raising.
+The parsers are called directly and must return their documented types.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import time
 
 import pytest
@@ -18,6 +20,15 @@ from hypothesis import strategies as st
 
 from intbench.records import DOMAINS, VERDICT_STATUSES, Problem, Verdict
 from intbench.verifiers import get_verifier, verify
+from intbench.verifiers.arc import ArcParseError, parse_arc_response
+from intbench.verifiers.code import extract_code
+from intbench.verifiers.judge import parse_judge_output
+from intbench.verifiers.text import (
+    answers_match,
+    canonical_answer,
+    extract_final_answer,
+    final_answer_candidates,
+)
 
 GRID = [[0, 1], [2, 3]]
 
@@ -110,7 +121,36 @@ arc_json = st.lists(
     st.lists(st.one_of(st.integers(-3, 12), st.booleans(), st.text(max_size=2)), max_size=4),
     max_size=4,
 ).map(lambda grid: json.dumps({"outputs": [grid]}))
-responses = st.one_of(st.text(), decoded_bytes, fragment_text.map("".join), arc_json)
+# Text made of LaTeX and markdown tokens, where the parsers' state machines live.
+MARKUP_TOKENS = [
+    *"{}[]()$^_\\*#>-`~\"',.;:=!?%&|<> \t\n0123456789abxyz",
+    "\\boxed{",
+    "\\text{",
+    "\\frac{",
+    "\\left(",
+    "\\right)",
+    "\\infty",
+    "\\%",
+    "$$",
+    "**",
+    "```",
+    "```python\n",
+    "Answer:",
+    "**Final Answer:**",
+    "the answer is",
+    "Verdict: Correct",
+    "Verdict: Incorrect",
+    "Explanation:",
+    "<student_answer>",
+    '{"outputs": [[',
+    "\u00e9",
+    "\u4e2d",
+    "\U0001f600",
+    "\u2028",
+]
+markup_text = st.lists(st.sampled_from(MARKUP_TOKENS), max_size=40).map("".join)
+responses = st.one_of(st.text(), decoded_bytes, fragment_text.map("".join), arc_json, markup_text)
+fuzzed_text = st.one_of(st.text(max_size=200), markup_text)
 
 
 class _CrashLog(logging.Handler):
@@ -200,3 +240,77 @@ def test_hostile_inputs_finish_quickly(domain, name):
     start = time.perf_counter()
     _check(domain, HOSTILE[name])
     assert time.perf_counter() - start < 3.0
+
+
+PARSER_EXAMPLES = settings(max_examples=200, deadline=None, database=None)
+
+
+@PARSER_EXAMPLES
+@given(text=fuzzed_text)
+def test_extract_code_returns_text_or_none(text):
+    code = extract_code(text)
+    assert code is None or (isinstance(code, str) and code.strip())
+
+
+@PARSER_EXAMPLES
+@given(text=fuzzed_text)
+def test_text_extraction_returns_a_marked_or_last_line(text):
+    candidates = final_answer_candidates(text)
+    assert isinstance(candidates, list) and all(isinstance(c, str) for c in candidates)
+    final = extract_final_answer(text)
+    assert final is None or isinstance(final, str)
+    if candidates:
+        assert final == candidates[-1]
+
+
+@PARSER_EXAMPLES
+@given(predicted=fuzzed_text, reference=fuzzed_text)
+def test_answers_match_is_a_symmetric_bool(predicted, reference):
+    result = answers_match(predicted, reference)
+    assert isinstance(result, bool)
+    assert result == answers_match(reference, predicted)
+    assert answers_match(predicted, predicted) == bool(canonical_answer(predicted))
+
+
+@PARSER_EXAMPLES
+@given(text=fuzzed_text, n_tests=st.integers(1, 2))
+def test_parse_arc_response_returns_valid_grids_or_a_parse_error(text, n_tests):
+    try:
+        grids = parse_arc_response(text, n_tests)
+    except ArcParseError as exc:
+        assert exc.reason in ("parse_error", "invalid_output")
+        return
+    assert len(grids) == n_tests
+    for grid in grids:
+        assert grid and all(len(row) == len(grid[0]) for row in grid)
+        assert all(type(cell) is int and 0 <= cell <= 9 for row in grid for cell in row)
+
+
+@PARSER_EXAMPLES
+@given(text=fuzzed_text)
+def test_parse_judge_output_returns_a_status_or_raises_value_error(text):
+    try:
+        status, explanation = parse_judge_output(text)
+    except ValueError:
+        return
+    assert status in ("correct", "incorrect") and isinstance(explanation, str)
+
+
+short_answers = st.text(st.sampled_from("abkuma ,.()'[]$"), min_size=1, max_size=12)
+
+
+def _comparable(domain: str, answer: str) -> str:
+    """The form the domain's grader compares (brain teasers ignore a leading article)."""
+    form = canonical_answer(answer)
+    return re.sub(r"^(?:a|an|the)\s+", "", form) if domain == "brainteaser" else form
+
+
+@pytest.mark.parametrize("domain", ["linguini", "brainteaser"])
+@PARSER_EXAMPLES
+@given(first=short_answers, second=short_answers)
+def test_two_disagreeing_marked_answers_are_never_correct(domain, first, second):
+    problem = Problem(id="p", domain=domain, question="q", answer=first)
+    response = f"\\boxed{{{first}}}\nAnswer: {second}"
+    second_form = _comparable(domain, second)
+    if second_form and second_form != _comparable(domain, first):
+        assert not verify(problem, response).correct
