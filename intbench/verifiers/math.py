@@ -33,9 +33,9 @@ Infinities equal only the same infinity, and huge numbers compare exactly.
 
 **Percent** is read once.  When both sides carry ``\\%`` their numbers are
 compared (``0.5\\%`` is not ``50\\%``).  A reference ``p\\%`` accepts ``p`` and
-``p/100``.  An answer ``q\\%`` for a bare reference ``r`` matches when ``q = r``
-(the sign as a unit), or ``q/100 = r`` when ``r`` is not a whole number
-(``50\\%`` for ``0.5``; ``5000\\%`` is not ``50``).
+``p/100``.  An answer ``q\\%`` for a bare reference ``r`` is read one way only:
+as ``q`` when ``r`` is a whole number (``50\\%`` for ``50``; ``5000\\%`` is not
+``50``), else as ``q/100`` (``50\\%`` for ``0.5``; ``0.5\\%`` is not ``0.5``).
 
 **Relations and text.**  An answer with an inequality or approximation sign
 (``\\leq 2``, ``\\approx 2``) or an equation other than one assignment
@@ -185,15 +185,24 @@ def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return match
 
 
-def _first_math_span(line: str) -> str | None:
-    """The content of the first ``$...$`` (or ``$$...$$``) of ``line``, found in linear time."""
+def _only_math_span(line: str) -> str | None:
+    """The content of the one ``$...$`` (or ``$$...$$``) of ``line``, found in linear time.
+
+    ``None`` when there is none or more than one: "$5$ or $6$" is graded whole, so
+    a hedge cannot pass as its first answer.
+    """
     start = line.find("$")
     if start < 0:
         return None
     while start < len(line) and line[start] == "$":
         start += 1
     end = line.find("$", start)
-    return line[start:end] if end > start else None
+    if end <= start:
+        return None
+    after = end
+    while after < len(line) and line[after] == "$":
+        after += 1
+    return line[start:end] if line.find("$", after) < 0 else None
 
 
 def _final_answer_line(text: str) -> str | None:
@@ -211,7 +220,7 @@ def _final_answer_line(text: str) -> str | None:
     lead = _LINE_LEAD_RE.match(line)
     if lead:
         line = line[lead.end() :]
-    line = _first_math_span(line) or line
+    line = _only_math_span(line) or line
     line = line.strip().rstrip(".").strip()
     return line or None
 
@@ -436,12 +445,11 @@ def _numbers_match(reference: Fraction, answer: Fraction, reference_text: str) -
 
 def percent_readings(ref, ans, ref_percent: bool, ans_percent: bool, ref_is_whole: bool):
     """The ``(reference, answer)`` value pairs the percent rule allows (see the module doc)."""
-    pairs = [(ref, ans)]
+    if ans_percent and not ref_percent:
+        return [(ref, ans if ref_is_whole else ans / 100)]
     if ref_percent and not ans_percent:
-        pairs.append((ref / 100, ans))
-    elif ans_percent and not ref_percent and not ref_is_whole:
-        pairs.append((ref, ans / 100))
-    return pairs
+        return [(ref, ans), (ref / 100, ans)]
+    return [(ref, ans)]
 
 
 def _answer_value(reference: NormalizedAnswer, answer: NormalizedAnswer) -> Fraction | None:
