@@ -58,6 +58,21 @@ def test_extract_code_prefers_last_python_block():
         ("1 2", "1 2 3", False),
         ("abc", "abd", False),
         ("1_000", "1000", False),
+        # integers compare exactly, however large; only float tokens get a tolerance
+        ("1000000007", "1000000008", False),
+        ("1000000007", "1000000007.0", False),
+        ("1000000000", "1e9", False),
+        ("12345678901234567890", "12345678901234567891", False),
+        ("7", "007", True),
+        ("-0", "0", True),
+        ("5", "+5", True),
+        ("1000000007.0", "1000000007", True),
+        ("1e400", "1e401", False),
+        ("inf", "inf", True),
+        ("0.5", "inf", False),
+        ("0.5", "nan", False),
+        ("12", "\uff11\uff12", False),
+        ("1 2", "1\u00a02", False),
     ],
 )
 def test_outputs_match(expected, got, same):

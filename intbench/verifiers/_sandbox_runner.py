@@ -401,7 +401,10 @@ class _Case:
     def call(self, request):
         """Function tests: send one call; the reply frame, or ``None`` once stopped."""
         pending = memoryview(_HEADER.pack(len(request)) + request)
-        self.selector.register(self.requests, selectors.EVENT_WRITE)
+        if self.status == "ok":
+            pending = self._write_some(pending)
+        if pending:
+            self.selector.register(self.requests, selectors.EVENT_WRITE)
         try:
             while self.status == "ok":
                 reply = self._complete_reply()
@@ -452,7 +455,7 @@ class _Case:
         except BrokenPipeError:  # the child closed its request pipe
             self._stop("exited")
             return pending
-        if not pending:
+        if not pending and self.requests in self.selector.get_map():
             self.selector.unregister(self.requests)
         return pending
 

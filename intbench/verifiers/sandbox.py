@@ -856,6 +856,12 @@ class _Session:
         data = json.dumps(message).encode()
         view = memoryview(_HEADER.pack(len(data)) + data)
         fd = self.proc.stdin.fileno()
+        try:  # a frame usually fits the pipe at once: no selector needed
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            pass
+        if not view:
+            return
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_WRITE)
             while view:
