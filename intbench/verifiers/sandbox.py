@@ -823,6 +823,8 @@ class _Session:
     def _start(self, config: dict, deadline: float) -> None:
         """Send the runner its configuration (never the tests) and await its greeting."""
         runner_config = {key: config[key] for key in _RUNNER_CONFIG_KEYS}
+        # The session may have tightened the limits (e.g. processes, to bound total memory).
+        runner_config["limits"] = dataclasses.asdict(self.limits)
         runner_config["scratch_dirs"] = [] if self.level == "rlimits" else _PRIVATE_SCRATCH_DIRS
         self._send(runner_config, deadline)
         greeting = self._receive(deadline)
@@ -931,7 +933,7 @@ def _outcome_from(frame: dict) -> CaseOutcome:
 
 # ---------------------------------------------------------------- function tests
 
-_RUNNER_CONFIG_KEYS = ("kind", "program", "entry_point", "limits")
+_RUNNER_CONFIG_KEYS = ("kind", "program", "entry_point")
 # Writable directories the bwrap and unshare levels make private to one run (beside
 # the work directory): the runner empties them after every test.
 _PRIVATE_SCRATCH_DIRS = ["/dev/shm"]
