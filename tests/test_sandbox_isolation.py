@@ -348,10 +348,6 @@ print("forked", forked)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the rlimit bound needs a per-run uid (root)")
-@pytest.mark.xfail(
-    strict=True,
-    reason="run_program must send the session's bounded limits (session.limits) to the runner",
-)
 @pytest.mark.parametrize("level", ISOLATING)
 def test_without_cgroups_a_run_cannot_fork_past_the_bound(level, monkeypatch):
     monkeypatch.setattr(sandbox, "_cached_cgroup_parents", lambda: None)

@@ -179,13 +179,14 @@ def _drop_privileges(uid):
 
 
 def _seccomp_failure():
-    """Install the seccomp filter when its definitions precede this script.
+    """Install the seccomp filter, whose definitions the parent puts before this script.
 
-    Returns why it could not be installed, or ``None``.
+    Returns why it could not be installed, or ``None``.  A runner started
+    without the filter's source refuses to run anything (fail closed).
     """
     install = globals().get("install_seccomp_filter")
     if install is None:
-        return None
+        return "seccomp filter missing from the runner's source"
     try:
         install()
     except OSError as exc:

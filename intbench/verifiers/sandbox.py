@@ -169,6 +169,7 @@ class SandboxRun:
     total_timeout: bool = False
     error: str | None = None
     seconds: float = 0.0
+    memory_bound: str = "none"
     runner_stderr: str = field(default="", repr=False)
 
 
@@ -216,7 +217,10 @@ def run_program(
     if kind == "function" and not entry_point:
         raise ValueError("function tests need an entry_point")
     limits = limits or SandboxLimits()
-    level = isolation or isolation_level()
+    try:
+        level = isolation or isolation_level()
+    except SandboxError as exc:  # nothing isolates here: run nothing (fail closed)
+        return SandboxRun([CaseOutcome("not_run") for _ in cases], isolation="none", error=str(exc))
     if level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation must be one of {ISOLATION_LEVELS}, got {level!r}")
     payloads: list = (
@@ -790,7 +794,9 @@ class _Session:
         start = time.monotonic()
         total_deadline = start + self.limits.total_time_s
         outcomes: list[CaseOutcome] = []
-        run = SandboxRun(outcomes=outcomes, isolation=self.level, uid=self.uid)
+        run = SandboxRun(
+            outcomes=outcomes, isolation=self.level, uid=self.uid, memory_bound=self.memory_bound
+        )
         try:
             self._start(config, min(total_deadline, start + _STARTUP_TIMEOUT_S))
         except (SandboxError, TimeoutError, EOFError, OSError) as exc:

@@ -45,7 +45,7 @@ HUB_LICENSE = "Apache-2.0"
 BUG_SEED = 0
 BUGS_PER_PROBLEM = 2
 MAX_ATTEMPTS_PER_PROBLEM = 8
-CACHE_VERSION = 1  # bump when bug_injection or the selection rule changes
+CACHE_VERSION = 2  # bump when bug_injection, the tests or the selection rule change
 ANSWER_FORMAT = "Reply with the complete corrected program in one ```python fenced block."
 
 
@@ -109,7 +109,7 @@ def make_debug_problem(record: dict, bug: dict, number: int) -> Problem:
         domain="debug",
         question=debug_question(bug["buggy_code"]),
         solution=original,
-        tests=split_check(record["test"], record["entry_point"]),
+        tests=split_check(record["test"], record["entry_point"], record["prompt"]),
         fields={
             "buggy_code": bug["buggy_code"],
             "bug_type": bug["bug_type"],
