@@ -1,4 +1,7 @@
-"""The papers' metrics, computed from episode records (dicts as written to JSONL).
+"""The papers' metrics, computed from episode records.
+
+Every function takes :class:`~intbench.records.Episode` records or the dicts
+they are written as (JSONL lines); dicts are parsed once, at the entry.
 
 Monitor protocol (per group of episodes, e.g. one teacher x condition x post):
     φ (``phi``): share of episodes in which the teacher intervened.
@@ -31,6 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intbench.records import Episode, Intervention, as_episodes
+
+Records = Iterable[Episode | dict]
+
 BOOTSTRAP_SAMPLES = 1000
 
 
@@ -59,8 +66,8 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def bootstrap(
-    episodes_by_problem: dict[str, list[dict]],
-    statistic: Callable[[list[dict]], float],
+    episodes_by_problem: dict[str, list[Episode]],
+    statistic: Callable[[list[Episode]], float],
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = 0,
 ) -> Estimate:
@@ -82,18 +89,19 @@ def bootstrap(
     return Estimate(value, float(low), float(high), len(keys))
 
 
-def by_problem(episodes: Iterable[dict]) -> dict[str, list[dict]]:
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for episode in episodes:
-        groups[episode["problem_id"]].append(episode)
+def by_problem(items: Iterable) -> dict[str, list]:
+    """Group episodes, or any rows with a ``problem_id`` key (analyses use it too), by problem."""
+    groups: dict[str, list] = defaultdict(list)
+    for item in items:
+        groups[item.problem_id if isinstance(item, Episode) else item["problem_id"]].append(item)
     return dict(groups)
 
 
-def split_errors(episodes: Iterable[dict]) -> tuple[list[dict], int]:
+def split_errors(episodes: Records) -> tuple[list[Episode], int]:
     """-> (usable episodes, number excluded for a model or grader error)."""
     usable, errors = [], 0
-    for episode in episodes:
-        if episode.get("error"):
+    for episode in as_episodes(episodes):
+        if episode.error:
             errors += 1
         else:
             usable.append(episode)
@@ -101,73 +109,66 @@ def split_errors(episodes: Iterable[dict]) -> tuple[list[dict], int]:
 
 
 # ---------------------------------------------------------------- monitor
-def _baseline_correct(episode: dict) -> bool:
-    return ((episode.get("baseline") or {}).get("verdict") or {}).get("status") == "correct"
+def _baseline_correct(episode: Episode) -> bool:
+    return episode.baseline is not None and episode.baseline.correct
 
 
-def _applied(episode: dict) -> dict | None:
-    """The intervention if it was applied (not excluded), else None."""
-    intervention = episode.get("intervention")
-    if (
-        intervention
-        and not intervention.get("excluded")
-        and intervention.get("tau_abs") is not None
-    ):
-        return intervention
-    return None
+def _post_correct(intervention: Intervention) -> bool:
+    return intervention.attempt is not None and intervention.attempt.correct
 
 
-def _post_correct(intervention: dict) -> bool:
-    return (((intervention.get("attempt") or {}).get("verdict")) or {}).get("status") == "correct"
+def phi(episodes: Records) -> float:
+    return _mean([float(e.intervention is not None) for e in as_episodes(episodes)])
 
 
-def phi(episodes: list[dict]) -> float:
-    return _mean([float(bool(e.get("intervention"))) for e in episodes])
+def phi_given_baseline(episodes: Records, correct: bool) -> float:
+    return phi([e for e in as_episodes(episodes) if _baseline_correct(e) == correct])
 
 
-def phi_given_baseline(episodes: list[dict], correct: bool) -> float:
-    return phi([e for e in episodes if _baseline_correct(e) == correct])
+def tau_abs(episodes: Records) -> float:
+    return _mean([i.tau_abs for e in as_episodes(episodes) if (i := e.applied_intervention)])
 
 
-def tau_abs(episodes: list[dict]) -> float:
-    return _mean([i["tau_abs"] for e in episodes if (i := _applied(e))])
+def tau_rel(episodes: Records) -> float:
+    return _mean([i.tau_rel for e in as_episodes(episodes) if (i := e.applied_intervention)])
 
 
-def tau_rel(episodes: list[dict]) -> float:
-    return _mean([i["tau_rel"] for e in episodes if (i := _applied(e))])
-
-
-def helpfulness(episodes: list[dict]) -> float:
+def helpfulness(episodes: Records) -> float:
     return _mean(
         [
             float(_post_correct(i)) - float(_baseline_correct(e))
-            for e in episodes
-            if (i := _applied(e))
+            for e in as_episodes(episodes)
+            if (i := e.applied_intervention)
         ]
     )
 
 
-def wrong_to_right(episodes: list[dict]) -> float:
+def wrong_to_right(episodes: Records) -> float:
     return _mean(
         [
             float(_post_correct(i))
-            for e in episodes
-            if (i := _applied(e)) and not _baseline_correct(e)
+            for e in as_episodes(episodes)
+            if (i := e.applied_intervention) and not _baseline_correct(e)
         ]
     )
 
 
-def right_to_wrong(episodes: list[dict]) -> float:
+def right_to_wrong(episodes: Records) -> float:
     return _mean(
         [
             float(not _post_correct(i))
-            for e in episodes
-            if (i := _applied(e)) and _baseline_correct(e)
+            for e in as_episodes(episodes)
+            if (i := e.applied_intervention) and _baseline_correct(e)
         ]
     )
 
 
-MONITOR_METRICS: dict[str, Callable[[list[dict]], float]] = {
+def leak_rate(episodes: Records) -> float:
+    """Share of interventions whose message leaked the answer."""
+    return _mean([float(e.intervention.leaked) for e in as_episodes(episodes) if e.intervention])
+
+
+MONITOR_METRICS: dict[str, Callable[[Records], float]] = {
     "phi": phi,
     "phi_correct": lambda es: phi_given_baseline(es, True),
     "phi_incorrect": lambda es: phi_given_baseline(es, False),
@@ -179,37 +180,30 @@ MONITOR_METRICS: dict[str, Callable[[list[dict]], float]] = {
 }
 
 
-def monitor_summary(episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) -> dict:
+def monitor_summary(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict:
     """All monitor metrics of one group of episodes, with CIs and counts."""
     usable, errors = split_errors(episodes)
     groups = by_problem(usable)
     summary = {name: bootstrap(groups, fn, samples) for name, fn in MONITOR_METRICS.items()}
     summary["n_episodes"] = len(usable)
     summary["n_errors"] = errors
-    summary["n_interventions"] = sum(1 for e in usable if e.get("intervention"))
-    summary["n_excluded"] = sum(1 for e in usable if (e.get("intervention") or {}).get("excluded"))
-    summary["leak_rate"] = bootstrap(
-        groups,
-        lambda es: _mean([float(e["intervention"]["leaked"]) for e in es if e.get("intervention")]),
-        samples,
-    )
+    summary["n_interventions"] = sum(1 for e in usable if e.intervention)
+    summary["n_excluded"] = sum(1 for e in usable if e.intervention and e.intervention.excluded)
+    summary["leak_rate"] = bootstrap(groups, leak_rate, samples)
     return summary
 
 
 # --------------------------------------------------------------- feedback
-def acc_at_k(episodes: list[dict], k_max: int) -> list[float]:
+def acc_at_k(episodes: Records, k_max: int) -> list[float]:
     """acc@1..acc@k_max, averaging repeats within each problem first."""
-    groups = by_problem(episodes)
+    groups = by_problem(as_episodes(episodes))
     if not groups:
         return [math.nan] * k_max
     per_problem = []
     for runs in groups.values():
         solved = np.array(
             [
-                [
-                    float(r.get("solved_at") is not None and r["solved_at"] <= k)
-                    for k in range(1, k_max + 1)
-                ]
+                [float(r.solved_at is not None and r.solved_at <= k) for k in range(1, k_max + 1)]
                 for r in runs
             ]
         )
@@ -233,15 +227,15 @@ def first_step_gain(acc: Sequence[float]) -> float:
     return acc[1] - acc[0] if len(acc) > 1 else math.nan
 
 
-def _k_max(episodes: list[dict]) -> int:
-    values = {int(e.get("config", {}).get("k_max", 0)) for e in episodes}
+def _k_max(episodes: list[Episode]) -> int:
+    values = {int(e.config.get("k_max", 0)) for e in episodes}
     if len(values) > 1:
         raise ValueError(f"episodes mix k_max values {sorted(values)}; group them first")
     return values.pop() if values else 1
 
 
 def feedback_summary(
-    episodes: Iterable[dict], k_max: int | None = None, samples: int = BOOTSTRAP_SAMPLES
+    episodes: Records, k_max: int | None = None, samples: int = BOOTSTRAP_SAMPLES
 ) -> dict:
     """acc@k curve and its summaries for one group of feedback episodes, with CIs."""
     usable, errors = split_errors(episodes)
@@ -265,9 +259,7 @@ def feedback_summary(
         summary[name] = bootstrap(groups, fn, samples)
     summary["leak_rate"] = bootstrap(
         groups,
-        lambda es: _mean(
-            [float(f["leaked"]) for e in es for f in e.get("feedback", []) if f.get("message")]
-        ),
+        lambda es: _mean([float(f.leaked) for e in es for f in e.feedback if f.message]),
         samples,
     )
     return summary

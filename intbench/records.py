@@ -1,10 +1,11 @@
 """Core records: problems, verdicts and episodes.
 
 Every record is a plain dataclass that turns into JSON-ready dicts with
-``to_dict`` and back with ``from_dict``.  Metrics, reports and training data
-are computed from these dicts, never from live environment objects, so the
-on-disk format is the contract: ``Episode.schema_version`` is bumped whenever
-a field changes meaning.
+``to_dict`` and back with ``from_dict``; an :class:`Episode` holds its parts
+(:class:`Attempt`, :class:`Step`, :class:`Intervention`, :class:`FeedbackTurn`)
+as typed records.  Metrics, reports and training data are computed from these
+records, never from live environment objects, so the on-disk format is the
+contract: ``Episode.schema_version`` is bumped whenever a field changes meaning.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -118,25 +120,143 @@ class Verdict:
         return _from_known_fields(cls, data)
 
 
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of ``value``: nested records become their dicts."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _record_dict(record: Any) -> dict:
+    """``dataclasses.asdict`` that lets nested records write their own dicts."""
+    return {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+
+
 @dataclass
 class Attempt:
     """One student output that was verified: a baseline, a continuation after
-    an intervention, or an attempt of the feedback protocol."""
+    an intervention, or an attempt of the feedback or tutor protocol."""
 
     text: str
     answer: Any = None
-    verdict: dict | None = None
+    verdict: Verdict | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
     finish_reason: str | None = None
     error: str | None = None  # the model call failed; there is no answer to score
 
+    @property
+    def status(self) -> VerdictStatus | None:
+        """The verdict's status, ``None`` when the attempt was never graded."""
+        return self.verdict.status if self.verdict else None
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "correct"
+
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return _record_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> Attempt:
+        data = dict(data)
+        if data.get("verdict") is not None:
+            data["verdict"] = Verdict.from_dict(data["verdict"])
+        return _from_known_fields(cls, data)
+
+
+@dataclass(kw_only=True)
+class Step:
+    """One teacher decision; :class:`MonitorStep` and :class:`TutorStep` add
+    what their protocol records."""
+
+    step: int
+    message: str | None = None
+    action_error: str | None = None  # the action was malformed and counted as no message
+
+    def to_dict(self) -> dict:
+        return _record_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Step:
+        return _from_known_fields(cls, dict(data))
+
+
+@dataclass(kw_only=True)
+class MonitorStep(Step):
+    """A monitor decision after ``revealed_chars`` characters of the trace."""
+
+    revealed_chars: int
+    action: Literal["intervene", "wait"]
+
+
+@dataclass(kw_only=True)
+class TutorStep(Step):
+    """A tutor ideation turn: the student's message it answered and the checker's verdict."""
+
+    student_message: str | None = None
+    withheld: bool = False
+    check: dict | None = None
+
+
+STEP_TYPES: dict[str, type[Step]] = {"monitor": MonitorStep, "tutor": TutorStep}
+"""The step record of each protocol that takes steps."""
+
+
+@dataclass
+class Intervention:
+    """The monitor intervention: where it was placed and what the student did after it.
+
+    ``tau_abs``/``tau_rel`` are ``None`` when it was not applied (an oracle
+    quote that could not be located or pointed into the final answer:
+    ``excluded`` says why).  ``attempt`` is the student's continuation.
+    """
+
+    message: str | None
+    position: int | None = None
+    tau_abs: int | None = None
+    tau_rel: float | None = None
+    quote_stage: str | None = None
+    excluded: str | None = None
+    post: str | None = None
+    leaked: bool = False
+    attempt: Attempt | None = None
+
+    @property
+    def applied(self) -> bool:
+        return not self.excluded and self.tau_abs is not None
+
+    def to_dict(self) -> dict:
+        return _record_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Intervention:
+        data = dict(data)
+        if data.get("attempt") is not None:
+            data["attempt"] = Attempt.from_dict(data["attempt"])
+        return _from_known_fields(cls, data)
+
+
+@dataclass
+class FeedbackTurn:
+    """The teacher feedback given before retry ``turn`` of the feedback protocol."""
+
+    turn: int
+    message: str | None
+    source: str | None = None
+    leaked: bool = False
+    action_error: str | None = None
+
+    def to_dict(self) -> dict:
+        return _record_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FeedbackTurn:
         return _from_known_fields(cls, dict(data))
 
 
@@ -153,12 +273,10 @@ class Episode:
         student, teacher, judge: model specs (``"human:<id>"`` for people).
         config: the env options that shaped the episode (increment, post, ...).
         baseline: the student's unassisted attempt (monitor protocol).
-        steps: one dict per teacher decision: ``{"step", "revealed_chars",
-            "action", "message", ...}``.
-        intervention: the monitor intervention, if any: position, τ_abs, τ_rel,
-            message, quote, and the post-intervention ``Attempt`` dict.
-        attempts: feedback/tutor attempts in order; ``feedback`` holds the
-            teacher message given before each retry.
+        steps: one :class:`Step` per teacher decision (monitor and tutor).
+        intervention: the monitor intervention, if any.
+        attempts: feedback/tutor attempts in order.
+        feedback: the teacher message given before each feedback retry.
         solved_at: 1-based attempt index of the first correct attempt, or ``None``.
         reward, reward_components: what the env returned, with its parts.
         tokens: token counts per role; timings: seconds per phase.
@@ -174,11 +292,11 @@ class Episode:
     condition: str | None = None
     seed: int | None = None
     config: dict = field(default_factory=dict)
-    baseline: dict | None = None
-    steps: list = field(default_factory=list)
-    intervention: dict | None = None
-    attempts: list = field(default_factory=list)
-    feedback: list = field(default_factory=list)
+    baseline: Attempt | None = None
+    steps: list[Step] = field(default_factory=list)
+    intervention: Intervention | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    feedback: list[FeedbackTurn] = field(default_factory=list)
     solved_at: int | None = None
     reward: float = 0.0
     reward_components: dict = field(default_factory=dict)
@@ -189,8 +307,13 @@ class Episode:
     episode_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     schema_version: int = EPISODE_SCHEMA_VERSION
 
+    @property
+    def applied_intervention(self) -> Intervention | None:
+        """The intervention if it was applied (not excluded), else ``None``."""
+        return self.intervention if self.intervention and self.intervention.applied else None
+
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return _record_dict(self)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
@@ -204,4 +327,20 @@ class Episode:
                 f"episode schema version {version} is newer than this intbench "
                 f"({EPISODE_SCHEMA_VERSION}); upgrade intbench to read it"
             )
+        for name, part in (("baseline", Attempt), ("intervention", Intervention)):
+            if data.get(name) is not None:
+                data[name] = part.from_dict(data[name])
+        step_type = STEP_TYPES.get(data.get("protocol"), Step)
+        for name, part in (("steps", step_type), ("attempts", Attempt), ("feedback", FeedbackTurn)):
+            data[name] = [part.from_dict(item) for item in data.get(name) or []]
         return _from_known_fields(cls, data)
+
+
+def as_episode(record: Episode | dict) -> Episode:
+    """``record`` as an :class:`Episode` (a dict as written to JSONL is parsed)."""
+    return record if isinstance(record, Episode) else Episode.from_dict(record)
+
+
+def as_episodes(records: Iterable[Episode | dict]) -> list[Episode]:
+    """:func:`as_episode` of each record, for functions that take either form."""
+    return [as_episode(r) for r in records]

@@ -1,9 +1,9 @@
 """Evaluation runs: many episodes in flight, resumable, nothing lost.
 
 A run plays ``n`` problems x ``repeats`` episodes of one env with one teacher
-and one student.  Each finished episode is appended to ``DIR/episodes.jsonl``
-and flushed to disk at once; the run's configuration is saved to
-``DIR/config.json``.  Re-running the same command skips finished episodes, so
+and one student.  Each finished episode is appended to the run directory
+``DIR`` (:class:`~intbench.rundir.RunDir`) and flushed to disk at once, beside
+the run's configuration.  Re-running the same command skips finished episodes, so
 an interrupted run (Ctrl-C, a crash, SIGKILL) resumes where it stopped; an
 episode whose model or grader failed is recorded with its error and retried
 on the next resume.  A different configuration into the same ``DIR`` is
@@ -18,7 +18,6 @@ per round (one padded forward pass locally, parallel requests on a server).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -32,22 +31,30 @@ import gymnasium as gym
 from intbench.cache import stable_hash
 from intbench.envs import flows
 from intbench.envs.registration import protocol_of
-from intbench.records import Episode
+from intbench.records import Episode, Problem
+from intbench.rundir import ConfigMismatchError, RunDir
+
+__all__ = [
+    "EPISODE_TIMEOUT_S",
+    "ConfigMismatchError",
+    "RunConfig",
+    "RunResult",
+    "load_run",
+    "run_eval",
+    "run_problems",
+]
 
 logger = logging.getLogger(__name__)
 
-EPISODES_FILE = "episodes.jsonl"
 EPISODE_TIMEOUT_S = 1800.0
 """Default wall-clock limit of one episode (``run_eval(episode_timeout_s=...)``,
 ``intbench eval --episode-timeout``).  Every model call and grader is bounded on
 its own; this bounds their sum, so one pathological episode cannot stall a run."""
-CONFIG_FILE = "config.json"
-PROBLEMS_FILE = "problems.jsonl"
 
 
 @dataclass
 class RunConfig:
-    """Everything that decides a run's episodes (saved to ``config.json``)."""
+    """Everything that decides a run's episodes (saved in the run directory)."""
 
     env_id: str
     teacher: str
@@ -62,87 +69,6 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-class ConfigMismatchError(RuntimeError):
-    """The output directory holds a run with another configuration."""
-
-
-class EpisodeLog:
-    """``episodes.jsonl``: append-only, flushed per episode, repaired after a crash."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.records: dict[str, dict] = {}
-        if path.exists():
-            self._load()
-
-    def _load(self) -> None:
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            # A write cut short by a kill: drop the partial line.
-            keep = data.rfind(b"\n") + 1
-            logger.warning("dropping a partial last line in %s", self.path)
-            with open(self.path, "r+b") as handle:
-                handle.truncate(keep)
-            data = data[:keep]
-        for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                self.records[record["metadata"]["run_key"]] = record
-            except (ValueError, KeyError, TypeError):
-                logger.warning("skipping unreadable line %d of %s", number, self.path)
-
-    def finished(self, key: str) -> bool:
-        record = self.records.get(key)
-        return record is not None and not record.get("error")
-
-    def drop_failed(self) -> int:
-        """Rewrite the file without the failed episodes about to be retried."""
-        failed = [k for k, r in self.records.items() if r.get("error")]
-        if not failed:
-            return 0
-        for key in failed:
-            del self.records[key]
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for record in self.records.values():
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
-        return len(failed)
-
-    def append(self, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
-        self.records[record["metadata"]["run_key"]] = record
-
-
-def prepare_dir(config: RunConfig, out_dir: Path) -> None:
-    """Create ``out_dir`` and save the config, or check it matches the saved one."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / CONFIG_FILE
-    wanted = config.to_dict()
-    if path.exists():
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        if saved != json.loads(json.dumps(wanted)):
-            diffs = [
-                f"{k}: {saved.get(k)!r} -> {wanted.get(k)!r}"
-                for k in sorted(set(saved) | set(wanted))
-                if saved.get(k) != wanted.get(k)
-            ]
-            raise ConfigMismatchError(
-                f"{out_dir} holds a run with a different configuration ({'; '.join(diffs)}). "
-                "Use another --out directory, or delete this one to start over."
-            )
-        return
-    path.write_text(json.dumps(wanted, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def episode_seed(config: RunConfig, key: str) -> int:
@@ -177,8 +103,9 @@ def run_eval(
     from intbench.teachers import make_teacher
 
     out = Path(out_dir)
-    prepare_dir(config, out)
-    log = EpisodeLog(out / EPISODES_FILE)
+    run_dir = RunDir(out)
+    run_dir.prepare(config.to_dict())
+    log = run_dir.log()
     retried = log.drop_failed()
     if retried:
         logger.warning("retrying %d failed episode(s)", retried)
@@ -186,7 +113,7 @@ def run_eval(
     envs = [_make_env(config) for _ in range(max(1, concurrency))]
     first = envs[0]
     problems = first.problems
-    save_problems(out, problems)
+    run_dir.save_problems(problems)
     keys = [f"{i}:{r}" for r in range(config.repeats) for i in range(len(problems))]
     todo = [k for k in keys if not log.finished(k)]
     skipped = len(keys) - len(todo)
@@ -238,7 +165,7 @@ def run_eval(
                     )
                     log.append(record)
                     if on_episode:
-                        on_episode(record)
+                        on_episode(record.to_dict())
                     del active[slot]
                     _tick(bar, student, teacher)
             for slot in _overdue(active, episode_timeout_s):
@@ -247,14 +174,14 @@ def run_eval(
                 )
                 log.append(record)
                 if on_episode:
-                    on_episode(record)
+                    on_episode(record.to_dict())
                 _tick(bar, student, teacher)
     finally:
         if bar is not None:
             bar.close()
         for env in envs:
             env.close()
-    episodes = [log.records[k] for k in keys if k in log.records]
+    episodes = [log.records[k].to_dict() for k in keys if k in log.records]
     return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
 
 
@@ -274,7 +201,7 @@ def _make_env(config: RunConfig):
     return gym.make(config.env_id, **kwargs).unwrapped
 
 
-def _finish_record(episode: Episode, config: RunConfig, key: str, teacher, slot: int) -> dict:
+def _finish_record(episode: Episode, config: RunConfig, key: str, teacher, slot: int) -> Episode:
     episode.teacher = config.teacher
     problem_index, repeat = key.split(":")
     episode.metadata.update(run_key=key, problem_index=int(problem_index), repeat=int(repeat))
@@ -283,7 +210,7 @@ def _finish_record(episode: Episode, config: RunConfig, key: str, teacher, slot:
         episode.metadata["teacher_outputs"] = outputs
         prompt, completion = teacher.tokens[slot]
         episode.tokens.update(teacher_prompt=prompt, teacher_completion=completion)
-    return episode.to_dict()
+    return episode
 
 
 def _overdue(active: dict[int, dict], limit_s: float | None) -> list[int]:
@@ -294,7 +221,7 @@ def _overdue(active: dict[int, dict], limit_s: float | None) -> list[int]:
     return [slot for slot, state in active.items() if now - state["start"] > limit_s]
 
 
-def _timeout_record(problems: list, config: RunConfig, key: str, limit_s: float) -> dict:
+def _timeout_record(problems: list, config: RunConfig, key: str, limit_s: float) -> Episode:
     """A failed-episode record for an episode cut off by the wall-clock limit."""
     problem_index, repeat = key.split(":")
     problem = problems[int(problem_index)]
@@ -309,7 +236,7 @@ def _timeout_record(problems: list, config: RunConfig, key: str, limit_s: float)
         error=f"episode exceeded the wall-clock limit of {limit_s:g} s (--episode-timeout)",
         metadata={"run_key": key, "problem_index": int(problem_index), "repeat": int(repeat)},
     )
-    return episode.to_dict()
+    return episode
 
 
 def _progress_bar(total: int, done: int, enabled: bool):
@@ -333,55 +260,15 @@ def _tick(bar, student, teacher) -> None:
         bar.set_postfix(tok_s=f"{generated / elapsed:.1f}")
 
 
-def save_problems(out_dir: Path, problems: list) -> None:
-    """Write the run's problems once, so analyses never need to rebuild them."""
-    path = Path(out_dir) / PROBLEMS_FILE
-    if path.exists():
-        return
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for problem in problems:
-            handle.write(json.dumps(problem.to_dict(), ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
-
-
-def run_problems(run_dir: str | os.PathLike) -> list:
-    """The problems of a run directory (``intbench eval``, ``intbench serve``).
-
-    Read from ``problems.jsonl``; for a directory without one, rebuilt from
-    ``config.json`` with the loader call the run made.
-
-    Raises:
-        FileNotFoundError: neither file is there.
-    """
-    from intbench.records import Problem
-
-    directory = Path(run_dir)
-    saved = directory / PROBLEMS_FILE
-    if saved.is_file():
-        lines = saved.read_text(encoding="utf-8").splitlines()
-        return [Problem.from_dict(json.loads(line)) for line in lines if line.strip()]
-    path = directory / CONFIG_FILE
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{run_dir} is not an intbench run directory (no {PROBLEMS_FILE} or {CONFIG_FILE})"
-        )
-    config = json.loads(path.read_text(encoding="utf-8"))
-    import intbench.envs  # noqa: F401  (registers the ids)
-    from intbench.envs.common import resolve_problems
-
-    options = config.get("env_options") or {}
-    domain = gym.spec(config["env_id"]).kwargs["domain"]
-    return resolve_problems(
-        domain,
-        options.get("problems"),
-        config.get("source", "offline"),
-        config.get("split"),
-        config.get("n"),
-        config.get("seed", 0),
-    )
+def run_problems(run_dir: str | os.PathLike) -> list[Problem]:
+    """The problems of a run directory (``intbench eval``, ``intbench serve``); see
+    :meth:`RunDir.problems`."""
+    return RunDir(run_dir).problems()
 
 
 def load_run(out_dir: str | os.PathLike) -> list[dict]:
-    """The episode records of a run directory (the latest record per episode)."""
-    return list(EpisodeLog(Path(out_dir) / EPISODES_FILE).records.values())
+    """The episode records of a run directory (the latest record per episode), as dicts.
+
+    :meth:`RunDir.episodes` gives them as typed :class:`~intbench.records.Episode`.
+    """
+    return [episode.to_dict() for episode in RunDir(out_dir).episodes()]

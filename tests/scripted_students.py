@@ -29,3 +29,36 @@ def stalls(messages):
     if marker.exists() and marker.read_text() in messages[-1]["content"]:
         time.sleep(2.5)
     return TRACE
+
+
+def _fixture_answers() -> dict[str, tuple[int, str]]:
+    from intbench.envs.domains.generators import generate_math
+
+    problems = generate_math(4, seed=0, split="test")
+    return {p.question: (i, p.answer) for i, p in enumerate(problems)}
+
+
+def fixture_student(messages):
+    """The student of ``tests/fixtures/episodes_v1``: right on some problems, after help on others.
+
+    Problem ``i`` (of ``-n 4 --seed 0``) is solved once its prompt holds ``i``
+    signs of help (earlier submissions, teacher messages); help confuses it on
+    problem 3.  Runs so mix solved, helped, failed and hurt episodes.
+    """
+    last = messages[-1]["content"]
+    if "Write only the plan" in last:
+        return "PLAN: find the key quantity first, then compute it."
+    if "Write your next message to the teacher" in last:
+        return "Should I start from the definition?"
+    text = "\n".join(m["content"] for m in messages)
+    index, answer = next((v for q, v in _fixture_answers().items() if q in text), (9, "0"))
+    helped = sum(text.count(sign) for sign in ("Submission ", "mistake", "second step"))
+    right = helped == 0 if index == 3 else helped >= index
+    return "We work it out step by step, checking each part. " * 4 + (
+        f"So \\boxed{{{answer if right else 0}}}."
+    )
+
+
+def fixture_teacher(messages):
+    """The feedback and tutor teacher of ``tests/fixtures/episodes_v1``."""
+    return "<feedback>Check the second step again.</feedback>"

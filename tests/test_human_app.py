@@ -152,18 +152,18 @@ def test_whole_standard_session_writes_valid_episodes(study):
     # two interventions: pending record, then the completed one; the move-on trial is final at once
     assert [r["metadata"]["human"]["continuation"] for r in written].count("pending") == 2
     latest = read_runs([study.store.dir]).episodes
-    assert len(latest) == 3 and not any(r.get("error") for r in latest)
-    by_kind = {r["metadata"]["human"]["continuation"]: r for r in latest}
+    assert len(latest) == 3 and not any(r.error for r in latest)
+    by_kind = {r.metadata["human"]["continuation"]: r for r in latest}
     assert set(by_kind) == {"done", "none"}
-    helped = [r for r in latest if r["intervention"]]
+    helped = [r for r in latest if r.intervention]
     assert len(helped) == 2
-    early = min(helped, key=lambda r: r["intervention"]["tau_rel"])
-    assert early["intervention"]["tau_abs"] == study.views[early["problem_id"]].cuts[2]
-    assert early["intervention"]["attempt"]["verdict"]["status"] == "correct"
-    assert early["reward_components"]  # scored by the env
-    assert max(r["intervention"]["tau_rel"] for r in helped) == 1.0
-    assert early["timings"]["teacher_s"] >= 0 and "reading_s" in early["timings"]
-    assert len(early["metadata"]["human"]["reveal_times"]) == 2
+    early = min(helped, key=lambda r: r.intervention.tau_rel)
+    assert early.intervention.tau_abs == study.views[early.problem_id].cuts[2]
+    assert early.intervention.attempt.status == "correct"
+    assert early.reward_components  # scored by the env
+    assert max(r.intervention.tau_rel for r in helped) == 1.0
+    assert early.timings["teacher_s"] >= 0 and "reading_s" in early.timings
+    assert len(early.metadata["human"]["reveal_times"]) == 2
     questionnaire = json.loads((study.store.dir / "participants.jsonl").read_text())
     assert questionnaire["teaching"] == "tutor" and questionnaire["check_attempts"] == 2
 
@@ -189,10 +189,10 @@ def test_whole_oracle_session_records_clicked_position(tmp_path):
         client.post(f"{base}trial/{tid}/submit", data={"action": "none"})
         study.worker.wait_idle()
         latest = read_runs([study.store.dir]).episodes
-        helped = next(r for r in latest if r["intervention"])
-        assert helped["condition"] == "oracle" and helped["intervention"]["tau_abs"] == 40
-        assert helped["intervention"]["attempt"]["verdict"]["status"] == "correct"
-        assert sum(1 for r in latest if not r["intervention"]) == 1
+        helped = next(r for r in latest if r.intervention)
+        assert helped.condition == "oracle" and helped.intervention.tau_abs == 40
+        assert helped.intervention.attempt.status == "correct"
+        assert sum(1 for r in latest if not r.intervention) == 1
     finally:
         study.close()
 
@@ -217,8 +217,8 @@ def test_restart_resumes_and_completes_pending_continuations(tmp_path):
     try:
         restarted.worker.wait_idle()
         latest = read_runs([out]).episodes
-        assert len(latest) == 1 and latest[0]["metadata"]["human"]["continuation"] == "done"
-        assert latest[0]["metadata"]["run_key"] == tid
+        assert len(latest) == 1 and latest[0].metadata["human"]["continuation"] == "done"
+        assert latest[0].metadata["run_key"] == tid
         client = client_of(restarted)
         text = page(client, base)
         assert trial_id(text) == second_tid and "Question 2 of 3" in text

@@ -26,7 +26,6 @@ sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the playwright Python package is not installed"
 )
 
-from intbench.records import Episode  # noqa: E402
 from intbench.report import generate_report, read_runs  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -151,7 +150,7 @@ def wait_for_completed(out: Path, expected: int) -> list[dict]:
     deadline = time.monotonic() + 60
     while True:
         latest = read_runs([out]).episodes
-        states = [r["metadata"]["human"]["continuation"] for r in latest]
+        states = [r.metadata["human"]["continuation"] for r in latest]
         if len(latest) == expected and "pending" not in states:
             return latest
         if time.monotonic() > deadline:
@@ -250,10 +249,9 @@ def test_standard_session_survives_a_kill(tmp_path, browser, screens_dir):
     finally:
         server.stop()
     for record in latest:
-        Episode.from_dict(record)
-        assert record["teacher"] == "human:browser_1" and record["condition"] == "standard"
-        assert record["intervention"]["attempt"]["text"].startswith("Thanks, fixing it")
-    assert sorted(r["intervention"]["tau_rel"] for r in latest)[-1] == 1.0
+        assert record.teacher == "human:browser_1" and record.condition == "standard"
+        assert record.intervention.attempt.text.startswith("Thanks, fixing it")
+    assert sorted(r.intervention.tau_rel for r in latest)[-1] == 1.0
     report = generate_report([out], tmp_path / "report", samples=20)
     assert report.html_path.exists()
     assert any(key.teacher == "human" for key in report.data.monitor)
@@ -283,7 +281,7 @@ def test_oracle_session_clicks_a_position(tmp_path, browser, screens_dir):
         latest = wait_for_completed(out, expected=2)
     finally:
         server.stop()
-    helped = [r for r in latest if r["intervention"]]
-    assert len(helped) == 1 and helped[0]["intervention"]["tau_abs"] == position
-    assert helped[0]["metadata"]["human"]["continuation"] == "done"
+    helped = [r for r in latest if r.intervention]
+    assert len(helped) == 1 and helped[0].intervention.tau_abs == position
+    assert helped[0].metadata["human"]["continuation"] == "done"
     assert generate_report([out], tmp_path / "report", samples=20).html_path.exists()

@@ -7,6 +7,11 @@ import math
 import pytest
 
 from intbench import metrics
+from intbench.records import Attempt, Episode, Intervention, Verdict
+
+
+def _attempt(ok):
+    return Attempt(text="", verdict=Verdict("correct" if ok else "incorrect"))
 
 
 def monitor_episode(
@@ -14,23 +19,24 @@ def monitor_episode(
 ):
     intervention = None
     if tau is not None or excluded:
-        intervention = {
-            "message": "hint",
-            "position": tau,
-            "tau_abs": None if excluded else tau,
-            "tau_rel": None if excluded else tau / total,
-            "excluded": excluded,
-            "leaked": False,
-            "attempt": None
-            if excluded
-            else {"verdict": {"status": "correct" if post_ok else "incorrect"}},
-        }
-    return {
-        "problem_id": pid,
-        "baseline": {"verdict": {"status": "correct" if baseline_ok else "incorrect"}},
-        "intervention": intervention,
-        "error": error,
-    }
+        intervention = Intervention(
+            message="hint",
+            position=tau,
+            tau_abs=None if excluded else tau,
+            tau_rel=None if excluded else tau / total,
+            excluded=excluded,
+            attempt=None if excluded else _attempt(post_ok),
+        )
+    episode = Episode(
+        protocol="monitor",
+        problem_id=pid,
+        domain="math",
+        student="s",
+        baseline=_attempt(baseline_ok),
+        intervention=intervention,
+        error=error,
+    )
+    return episode.to_dict()  # metrics take the records as written, too
 
 
 MONITOR = [
@@ -68,13 +74,15 @@ def test_monitor_without_interventions_is_nan_not_zero():
 
 
 def feedback_episode(pid, solved_at, k_max=3, error=None):
-    return {
-        "problem_id": pid,
-        "solved_at": solved_at,
-        "config": {"k_max": k_max},
-        "feedback": [],
-        "error": error,
-    }
+    return Episode(
+        protocol="feedback",
+        problem_id=pid,
+        domain="math",
+        student="s",
+        solved_at=solved_at,
+        config={"k_max": k_max},
+        error=error,
+    )
 
 
 FEEDBACK = [

@@ -128,7 +128,7 @@ def test_malformed_actions_are_waits():
         obs, reward, done, _, info = env.step(bad)
         assert not done and reward == 0.0
         assert info["action_error"]
-    assert all(s["action"] == "wait" for s in env.unwrapped._episode.steps)
+    assert all(s.action == "wait" for s in env.unwrapped._episode.steps)
 
 
 def test_raw_teacher_text_wrapper():

@@ -129,12 +129,12 @@ def test_solo_outcome():
     assert solo_outcome(_episode("p", "s", condition="ideation", teacher="T")) is None
     assert solo_outcome(_episode("p", "s", error="boom")) is None
     monitor = {
-        "protocol": "monitor",
-        "error": None,
-        "baseline": {"verdict": {"status": "incorrect"}},
+        **_episode("p", "s", protocol="monitor", condition="standard"),
+        "baseline": {"text": "", "verdict": {"status": "incorrect"}},
     }
     assert solo_outcome(monitor) is False
-    assert solo_outcome({**monitor, "baseline": {"verdict": {"status": "error"}}}) is None
+    errored = {**monitor, "baseline": {"text": "", "verdict": {"status": "error"}}}
+    assert solo_outcome(errored) is None
 
 
 def test_ratings_from_episodes_replays_in_order():

@@ -22,6 +22,7 @@ from intbench.metrics import (
     solver_vs_teacher,
     split_errors,
 )
+from intbench.records import Episode
 from intbench.report import ReportError, generate_report, load_episodes, read_runs, record_problem
 from intbench.report.html import TRACE_LIMIT, browser_record, script_json, trace_segments
 from intbench.report.tables import FeedbackKey, MonitorKey, monitor_key, teacher_label
@@ -68,7 +69,7 @@ def test_monitor_table_matches_metrics(built, records):
         key = MonitorKey(
             row["domain"], row["student"], row["teacher"], row["post"], row["condition"]
         )
-        group = [e for e in records["monitor"] if monitor_key(e) == key]
+        group = [e for e in records["monitor"] if monitor_key(Episode.from_dict(e)) == key]
         expected = monitor_summary(group, samples=SAMPLES)
         for metric in (
             "phi",
@@ -282,7 +283,7 @@ def test_retried_episode_replaces_its_error_record(records, tmp_path):
     run = write_run(tmp_path / "run", [failed, *records["feedback"][:6]])
     runs = read_runs([run])
     assert runs.replaced == 1 and len(runs.episodes) == 6
-    assert all(not e.get("error") for e in runs.episodes)
+    assert all(not e.error for e in runs.episodes)
 
 
 def test_runs_below_a_directory_are_found(records, tmp_path):
@@ -370,9 +371,9 @@ def test_long_traces_are_truncated_around_the_intervention():
 
 
 def test_browser_record_outcomes(records):
-    monitor = {browser_record(0, e)["outcome"] for e in records["monitor"]}
+    monitor = {browser_record(0, Episode.from_dict(e))["outcome"] for e in records["monitor"]}
     assert {"wrong→right", "no intervention", "error"} <= monitor
-    feedback = {browser_record(0, e)["outcome"] for e in records["feedback"]}
+    feedback = {browser_record(0, Episode.from_dict(e))["outcome"] for e in records["feedback"]}
     assert feedback == {"solved at 1", "solved after feedback", "unsolved"}
 
 

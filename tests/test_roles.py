@@ -21,6 +21,7 @@ from intbench.agents.roles import (
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.records import Problem
+from intbench.verifiers.judge import quote_answer
 
 PROBLEMS = [
     Problem(id="p1", domain="math", question="What is 2 + 3?", answer="5", solution="2 + 3 = 5."),
@@ -65,7 +66,7 @@ def test_student_baseline_is_one_batched_call_with_the_baseline_template():
     assert batch == [render_messages("math", "student_baseline", problem=p) for p in PROBLEMS]
     assert params.temperature == SamplingParams().temperature
     assert [a.answer for a in attempts] == ["5", "5"]
-    assert [a.verdict["status"] for a in attempts] == ["correct", "incorrect"]
+    assert [a.status for a in attempts] == ["correct", "incorrect"]
     assert attempts[0].completion_tokens == 6  # scripted backends count words
     assert attempts[0].prompt_tokens > 0
 
@@ -81,7 +82,7 @@ def test_student_continue_and_stop_use_update_templates():
     assert sent_continue == render_messages("math", "student_continue", **vars_)
     assert sent_stop == render_messages("math", "student_stop_answer", **vars_)
     assert "<update>Add carefully.</update>" in sent_continue[-1]["content"]
-    assert continued[0].verdict["status"] == "correct"
+    assert continued[0].status == "correct"
     assert stopped[0].text == "So the answer is \\boxed{5}"
 
 
@@ -125,7 +126,7 @@ def test_student_backend_error_is_an_error_verdict(caplog):
     )
     with caplog.at_level(logging.WARNING):
         (attempt,) = Student(backend).baseline(PROBLEMS[:1])
-    assert attempt.verdict["status"] == "error"
+    assert attempt.status == "error"
     assert attempt.finish_reason == "error"
     assert "server down" in caplog.text
 
@@ -134,7 +135,7 @@ def test_student_backend_error_is_an_error_verdict(caplog):
 def test_student_malformed_output_is_verified_not_raised(text):
     (attempt,) = Student(Recorder(text).backend).baseline(PROBLEMS[:1])
     assert attempt.text == text
-    assert attempt.verdict["status"] in ("incorrect", "error")
+    assert attempt.status in ("incorrect", "error")
 
 
 @pytest.mark.parametrize("variant", ["default", "v2", "v3", "append"])
@@ -280,8 +281,9 @@ def test_judge_batches_and_scores():
     assert [v.status for v in verdicts] == ["correct", "incorrect", "incorrect"]
     sent = recorder.calls[0][0][0]
     expected = render_messages(
-        "brainteaser", "judge", question="How many?", reference="5", response="It is five."
-    )
+        "brainteaser", "judge", question="How many?", reference="5",
+        response=quote_answer("It is five."),
+    )  # fmt: skip
     assert sent[-1]["content"] == expected[-1]["content"]
     assert sent[:-1] == expected[:-1]
 

@@ -416,13 +416,18 @@ def test_sft_from_eval_records_loads_back_as_a_teacher(tiny_model_dir, tmp_path)
 
 
 def test_sft_filter_selects_and_rejects():
+    from intbench.records import Episode, Intervention
     from intbench.training.sft import select_records
 
-    base = {"protocol": "monitor", "error": None, "intervention": {"message": "m"}}
-    helpful = {**base, "reward_components": {"helpfulness": 1.0, "leaked": 0.0}}
-    leaked = {**base, "reward_components": {"helpfulness": 1.0, "leaked": 1.0}}
-    harmful = {**base, "reward_components": {"helpfulness": -1.0, "leaked": 0.0}}
-    failed = {**helpful, "error": "grader error"}
+    def record(helpfulness, leaked, error=None):
+        return Episode(
+            protocol="monitor", problem_id="p", domain="math", student="s", error=error,
+            intervention=Intervention(message="m"),
+            reward_components={"helpfulness": helpfulness, "leaked": leaked},
+        )  # fmt: skip
+
+    helpful, leaked, harmful = record(1.0, 0.0), record(1.0, 1.0), record(-1.0, 0.0)
+    failed = record(1.0, 0.0, error="grader error")
     assert select_records([helpful, leaked, harmful, failed]) == [helpful]
     assert select_records([helpful, leaked, harmful], "helpful") == [helpful, leaked]
     with pytest.raises(ValueError, match="unknown filter"):

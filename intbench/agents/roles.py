@@ -210,12 +210,12 @@ class Student(_Role):
         if completion.error:
             # The model never answered: a grader-side error, not a wrong answer.
             logger.warning("student generation failed on %s: %s", problem.id, completion.error)
-            attempt.verdict = Verdict.error(f"generation failed: {completion.error}").to_dict()
+            attempt.verdict = Verdict.error(f"generation failed: {completion.error}")
             attempt.finish_reason = "error"
         elif self.verify_answers:
             verdict = verify(problem, text)
             attempt.answer = verdict.answer
-            attempt.verdict = verdict.to_dict()
+            attempt.verdict = verdict
         return attempt
 
 

@@ -50,7 +50,7 @@ from intbench.cache import JsonCache
 from intbench.envs.domains.prompting import render_messages
 from intbench.records import Problem
 from intbench.report.tables import Table
-from intbench.runner import load_run
+from intbench.rundir import RunDir
 
 CLUSTER_SAMPLING = SamplingParams(temperature=0.0, max_tokens=1024)
 DEFAULT_MAX_LABELS = 200
@@ -395,9 +395,10 @@ def run_categorization(
         AnalysisError: no episodes or no teacher messages, problems that cannot
             be rebuilt, or no usable taxonomy.
     """
-    records = load_run(run_dir)
+    run = RunDir(run_dir)
+    records = run.episodes()
     if not records:
-        raise AnalysisError(f"no episodes in {Path(run_dir) / 'episodes.jsonl'}")
+        raise AnalysisError(f"no episodes in {run.episodes_path}")
     collected = collect_messages(records)
     if not collected.messages:
         raise AnalysisError(

@@ -39,7 +39,7 @@ from intbench.envs.domains.prompting import render_messages
 from intbench.metrics import BOOTSTRAP_SAMPLES, bootstrap, by_problem
 from intbench.records import Problem
 from intbench.report.tables import Table
-from intbench.runner import load_run
+from intbench.rundir import RunDir
 
 LEAK_LEVELS = ("none", "partial", "full")
 ALL_TEACHERS = "all"
@@ -264,9 +264,10 @@ def run_leakage_audit(
     Raises:
         AnalysisError: the directory holds no episodes, or its problems cannot be rebuilt.
     """
-    records = load_run(run_dir)
+    run = RunDir(run_dir)
+    records = run.episodes()
     if not records:
-        raise AnalysisError(f"no episodes in {Path(run_dir) / 'episodes.jsonl'}")
+        raise AnalysisError(f"no episodes in {run.episodes_path}")
     collected = collect_messages(records)
     problem_map = resolve_problem_map(run_dir, problems, collected.messages)
     cached = CachedJudge(judge, cache, batch_size)

@@ -1,9 +1,9 @@
 """The teacher messages of a run, gathered from its episode records.
 
 Both analyses work on the same items: every monitor intervention
-(``record["intervention"]["message"]``) and every non-empty feedback message
-(``record["feedback"][i]["message"]``).  Records carry the problem id but not
-the problem, so the problems are rebuilt from the run's ``config.json`` (the
+(``record.intervention.message``) and every non-empty feedback message
+(``record.feedback[i].message``).  Records carry the problem id but not
+the problem, so the problems are read from the run directory or rebuilt from its config (the
 same loader call the env made) unless the caller passes them.
 """
 
@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from intbench.records import Problem
+from intbench.records import Episode, Problem, as_episode
 from intbench.report.tables import teacher_label
+from intbench.rundir import RunDir
 
 SELF_FEEDBACK = "self-feedback"
 """The teacher label of messages a student wrote for itself (feedback ``self_feedback`` mode)."""
@@ -78,66 +79,60 @@ class Collected:
     n_error_episodes: int  # episodes with ``error`` set: left out, as the metrics do
 
 
-def _answer(attempt: Mapping | None) -> Any:
-    return (attempt or {}).get("answer")
-
-
-def _monitor_message(record: dict) -> TeacherMessage | None:
-    intervention = record.get("intervention") or {}
-    message = intervention.get("message")
+def _monitor_message(record: Episode) -> TeacherMessage | None:
+    intervention = record.intervention
+    message = intervention.message if intervention else None
     if not isinstance(message, str) or not message.strip():
         return None
-    baseline = record.get("baseline") or {}
-    trace = baseline.get("text") or ""
-    cut = intervention.get("tau_abs")
+    baseline = record.baseline
+    trace = (baseline.text if baseline else "") or ""
+    cut = intervention.tau_abs
     return TeacherMessage(
-        key=f"{record['episode_id']}:0",
-        episode_id=record["episode_id"],
-        problem_id=record["problem_id"],
-        domain=record["domain"],
+        key=f"{record.episode_id}:0",
+        episode_id=record.episode_id,
+        problem_id=record.problem_id,
+        domain=record.domain,
         protocol="monitor",
-        condition=record.get("condition"),
-        teacher=teacher_label(record.get("teacher")),
+        condition=record.condition,
+        teacher=teacher_label(record.teacher),
         turn=0,
         message=message,
         prefix=trace if cut is None else trace[:cut],
-        student_answer=_answer(baseline),
-        overlap_leaked=intervention.get("leaked"),
+        student_answer=baseline.answer if baseline else None,
+        overlap_leaked=intervention.leaked,
     )
 
 
-def _feedback_messages(record: dict) -> list[TeacherMessage]:
-    attempts = record.get("attempts") or []
+def _feedback_messages(record: Episode) -> list[TeacherMessage]:
+    attempts = record.attempts
     items = []
-    for entry in record.get("feedback") or []:
-        message = entry.get("message")
+    for entry in record.feedback:
+        message = entry.message
         if not isinstance(message, str) or not message.strip():
             continue  # self-refinement turns carry no message
-        turn = int(entry.get("turn", 0))
-        failed = attempts[turn - 1] if 0 < turn <= len(attempts) else {}
-        teacher = (
-            SELF_FEEDBACK if entry.get("source") == "self" else teacher_label(record.get("teacher"))
-        )
+        turn = int(entry.turn)
+        failed = attempts[turn - 1] if 0 < turn <= len(attempts) else None
+        teacher = SELF_FEEDBACK if entry.source == "self" else teacher_label(record.teacher)
         items.append(
             TeacherMessage(
-                key=f"{record['episode_id']}:{turn}",
-                episode_id=record["episode_id"],
-                problem_id=record["problem_id"],
-                domain=record["domain"],
+                key=f"{record.episode_id}:{turn}",
+                episode_id=record.episode_id,
+                problem_id=record.problem_id,
+                domain=record.domain,
                 protocol="feedback",
-                condition=record.get("condition"),
+                condition=record.condition,
                 teacher=teacher,
                 turn=turn,
                 message=message,
-                prefix=failed.get("text") or "",
-                student_answer=_answer(failed),
-                overlap_leaked=entry.get("leaked"),
+                prefix=(failed.text if failed else "") or "",
+                student_answer=failed.answer if failed else None,
+                overlap_leaked=entry.leaked,
             )
         )
     return items
 
 
-def collect_messages(records: Iterable[dict]) -> Collected:
+def collect_messages(records: Iterable[Episode | dict]) -> Collected:
     """Every teacher message of ``records`` (episodes with an error are left out and counted).
 
     Raises:
@@ -145,15 +140,17 @@ def collect_messages(records: Iterable[dict]) -> Collected:
     """
     messages: list[TeacherMessage] = []
     n_episodes = n_errors = 0
-    for record in records:
+    for item in records:
         n_episodes += 1
-        missing = [k for k in ("episode_id", "problem_id", "domain") if not record.get(k)]
+        fields = item if isinstance(item, dict) else vars(item)
+        missing = [k for k in ("episode_id", "problem_id", "domain") if not fields.get(k)]
         if missing:
             raise AnalysisError(f"episode record #{n_episodes} lacks {', '.join(missing)}")
-        if record.get("error"):
+        record = as_episode(item)
+        if record.error:
             n_errors += 1
             continue
-        if record.get("protocol") == "feedback":
+        if record.protocol == "feedback":
             messages.extend(_feedback_messages(record))
         elif (item := _monitor_message(record)) is not None:
             messages.append(item)
@@ -172,15 +169,13 @@ def reference_text(problem: Problem) -> str:
 
 
 def load_run_problems(run_dir: str | os.PathLike, domains: Iterable[str]) -> dict[str, Problem]:
-    """The problems of a run by id (see :func:`intbench.runner.run_problems`).
+    """The problems of a run by id (see :meth:`intbench.rundir.RunDir.problems`).
 
     Raises:
         AnalysisError: the run's problems cannot be read or rebuilt here.
     """
-    from intbench.runner import run_problems
-
     try:
-        problems = run_problems(run_dir)
+        problems = RunDir(run_dir).problems()
     except Exception as exc:  # any loader failure means the same thing to the user
         raise AnalysisError(f"cannot read the problems of {run_dir}: {exc}") from exc
     wanted = set(domains)

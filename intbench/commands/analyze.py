@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from intbench.metrics import BOOTSTRAP_SAMPLES
+from intbench.rundir import RunDir
 
 
 def add_parser(subparsers: Any) -> None:
@@ -30,9 +30,7 @@ def add_parser(subparsers: Any) -> None:
         description="Writes categories.json, categorized.jsonl and intervention_categories.md/.csv.",
     )
     for sub in (leakage, categorize):
-        sub.add_argument(
-            "dir", metavar="DIR", help="run directory (holds episodes.jsonl and config.json)"
-        )
+        sub.add_argument("dir", metavar="DIR", help="run directory (as intbench eval writes it)")
         sub.add_argument(
             "--judge", required=True, metavar="SPEC", help="judge model spec, e.g. smollm2"
         )
@@ -79,8 +77,9 @@ def run_analyze(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         return _fail("--batch-size must be at least 1")
-    if not (Path(args.dir) / "episodes.jsonl").is_file():
-        return _fail(f"{args.dir} is not a run directory (no episodes.jsonl)")
+    run = RunDir(args.dir)
+    if not run.has_episodes():
+        return _fail(f"{args.dir} is not a run directory (no {run.episodes_path.name})")
     cache = JsonCache("analysis", root=args.cache) if args.cache else None
     try:
         if args.analysis == "leakage":

@@ -43,7 +43,7 @@ def add_parser(subparsers) -> None:
         "--student", default="smollm2", help="student model spec (default: the embedded smollm2)"
     )
     run.add_argument(
-        "--out", required=True, type=Path, help="run directory (episodes.jsonl, config.json)"
+        "--out", required=True, type=Path, help="run directory (episodes, config, problems)"
     )
     run.set_defaults(func=_eval)
 

@@ -16,11 +16,11 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report",
         help="write tables, figures and report.html from run directories",
-        description="Read DIR/episodes.jsonl of every DIR (or of every run below it) and write "
+        description="Read the episodes of every run directory DIR (or of every run below it) and write "
         "tables/ (Markdown, CSV), figures/ (PNG) and report.html.",
     )
     parser.add_argument(
-        "dirs", nargs="+", metavar="DIR", help="run directory (or an episodes.jsonl file)"
+        "dirs", nargs="+", metavar="DIR", help="run directory (or its episodes file)"
     )
     parser.add_argument(
         "--out", default=None, metavar="OUTDIR", help="output directory (default: first DIR/report)"

@@ -16,7 +16,7 @@ def add_parser(subparsers) -> None:
         help="serve the human-teacher study (monitor protocol) as a web app",
         description="Participants open http://HOST:PORT/ (or /?PROLIFIC_PID=<id>): instructions, practice "
         "trials, a comprehension check, K trials in random order and an exit questionnaire. Each trial is "
-        "appended to DIR/episodes.jsonl with teacher='human:<id>'. Restarting with the same arguments resumes.",
+        "appended to the episodes of run directory DIR with teacher='human:<id>'. Restarting with the same arguments resumes.",
     )
     parser.add_argument("--env", required=True, help="monitor env id, e.g. IntBench-Math-v0")
     parser.add_argument("--condition", required=True, choices=("standard", "oracle"))

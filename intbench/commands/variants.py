@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from intbench.cache import atomic_write_json
+from intbench.rundir import RunDir
 
 
 def add_parser(subparsers: Any) -> None:
@@ -49,8 +50,8 @@ def add_parser(subparsers: Any) -> None:
         help="run the student on a variant set under the three context conditions",
         description="For each monitor episode of --run (with an applied intervention unless "
         "--all-episodes) and each of its problem's variants, ask the student under "
-        "No-Context, Problem-Context and Intervention-Context; records go to "
-        "OUT/episodes.jsonl (resumable) and G is printed.",
+        "No-Context, Problem-Context and Intervention-Context; records go to the "
+        "run directory OUT (resumable) and G is printed.",
     )
     score.add_argument("--run", required=True, type=Path, help="monitor eval run directory")
     score.add_argument("--variants", required=True, type=Path, help="variant-set file")
@@ -79,11 +80,10 @@ def _fail(message: str) -> int:
 
 def _originals(args):
     from intbench.envs.domains import get_domain, load_problems
-    from intbench.runner import run_problems
 
     domain = get_domain(args.domain).name
     if args.run is not None:
-        problems = run_problems(args.run)
+        problems = RunDir(args.run).problems()
         wrong = {p.domain for p in problems} - {domain}
         if wrong:
             raise ValueError(f"run {args.run} is of domain {sorted(wrong)}, not {domain!r}")
@@ -133,14 +133,14 @@ def run_generalize(args) -> int:
         generalization_table,
         read_variant_set,
     )
-    from intbench.runner import load_run, run_problems
 
     contexts = [c.strip() for c in args.contexts.split(",") if c.strip()]
     try:
-        problems = run_problems(args.run)  # also checks that this is a run directory
-        episodes = load_run(args.run)
+        run = RunDir(args.run)
+        problems = run.problems()  # also checks that this is a run directory
+        episodes = run.episodes()
         # The run's own student (eval runs and human studies record it on every episode).
-        student = args.student or next((e["student"] for e in episodes if e.get("student")), None)
+        student = args.student or next((e.student for e in episodes if e.student), None)
         if student is None:
             raise ValueError(
                 f"{args.run} holds no episodes to take the student from; pass --student"
@@ -148,11 +148,11 @@ def run_generalize(args) -> int:
         variants = read_variant_set(args.variants)
         sampling = None
         if args.max_tokens:
-            first = next((e for e in episodes if e.get("config", {}).get("student_sampling")), {})
-            sampling = {
-                **first.get("config", {}).get("student_sampling", {}),
-                "max_tokens": args.max_tokens,
-            }
+            recorded = next(
+                (e.config["student_sampling"] for e in episodes if "student_sampling" in e.config),
+                {},
+            )
+            sampling = {**recorded, "max_tokens": args.max_tokens}
         result = evaluate_generalization(
             episodes,
             variants,

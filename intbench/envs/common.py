@@ -124,7 +124,7 @@ def attempt_from(completion: Completion, verdict: Verdict | None, seconds: float
     return Attempt(
         text=completion.text,
         answer=verdict.answer if verdict else None,
-        verdict=verdict.to_dict() if verdict else None,
+        verdict=verdict,
         prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens,
         seconds=seconds,
@@ -166,7 +166,7 @@ def cached_student_call(
     attempt = Attempt(
         text=entry["text"],
         answer=verdict.answer,
-        verdict=verdict.to_dict(),
+        verdict=verdict,
         prompt_tokens=entry["prompt_tokens"],
         completion_tokens=entry["completion_tokens"],
         finish_reason=entry["finish_reason"],

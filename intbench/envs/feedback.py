@@ -56,7 +56,7 @@ from intbench.envs.common import (
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.records import Attempt, Episode, Problem
+from intbench.records import Attempt, Episode, FeedbackTurn, Problem
 from intbench.verifiers.leakage import answer_leaked
 
 logger = logging.getLogger(__name__)
@@ -217,27 +217,27 @@ class FeedbackEnv(FlowEnv):
             feedback, source, action_error = yield from self._feedback_for_turn(action)
             self._feedback.append(feedback)
             episode.feedback.append(
-                {
-                    "turn": len(self._attempts),
-                    "message": feedback,
-                    "source": source,
-                    "leaked": answer_leaked(self._problem, feedback),
-                    "action_error": action_error,
-                }
+                FeedbackTurn(
+                    turn=len(self._attempts),
+                    message=feedback,
+                    source=source,
+                    leaked=answer_leaked(self._problem, feedback),
+                    action_error=action_error,
+                )
             )
         started = time.perf_counter()
         attempt = yield from self._student_attempt(feedback)
         episode.timings["student_s"] += time.perf_counter() - started
         self._attempts.append(attempt)
-        episode.attempts.append(attempt.to_dict())
+        episode.attempts.append(attempt)
         episode.tokens["student_prompt"] += attempt.prompt_tokens
         episode.tokens["student_completion"] += attempt.completion_tokens
-        status = (attempt.verdict or {}).get("status")
+        status = attempt.status
         k = len(self._attempts)
         reward = 0.0
         if attempt.error or status == "error":
             episode.error = (
-                attempt.error or f"grader error on attempt {k}: {attempt.verdict['feedback']}"
+                attempt.error or f"grader error on attempt {k}: {attempt.verdict.feedback}"
             )
             self._terminated = True
         elif status == "correct":
@@ -326,15 +326,17 @@ class FeedbackEnv(FlowEnv):
         """The verifier's result on the latest attempt, as the teacher sees it."""
         if not self._attempts:
             return None
-        verdict = self._attempts[-1].verdict or {}
+        verdict = self._attempts[-1].verdict
+        if verdict is None:
+            return None
         if self._problem.domain in CODE_DOMAINS:
-            if self.execution_context == "none" or "passed" not in verdict.get("details", {}):
+            if self.execution_context == "none" or "passed" not in verdict.details:
                 return None
             from intbench.verifiers.code import render_execution_context
 
-            return render_execution_context(verdict["details"], self.execution_context)
+            return render_execution_context(verdict.details, self.execution_context)
         if self._problem.domain == "arc":
-            return verdict.get("feedback") or None
+            return verdict.feedback or None
         return None
 
     def _teacher_messages(self, template: str = "feedback_teacher") -> list[dict]:
@@ -382,8 +384,7 @@ class FeedbackEnv(FlowEnv):
             return None
         lines = [f"[{self._problem.id}] {self.mode}: {len(self._attempts)}/{self.k_max} attempts"]
         for i, attempt in enumerate(self._attempts):
-            status = (attempt.verdict or {}).get("status")
-            lines.append(f"-- attempt {i + 1} ({status}):\n{attempt.text}")
+            lines.append(f"-- attempt {i + 1} ({attempt.status}):\n{attempt.text}")
             if i < len(self._feedback) and self._feedback[i]:
                 lines.append(f"-- feedback:\n{self._feedback[i]}")
         return "\n".join(lines)

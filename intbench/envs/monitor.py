@@ -64,7 +64,7 @@ from intbench.envs.increments import cut_points, parse_increment
 from intbench.envs.quotes import QuoteMatch, final_answer_start, locate_quote
 from intbench.envs.rewards import monitor_components, resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.records import Episode, Problem
+from intbench.records import Episode, Intervention, MonitorStep, Problem
 from intbench.verifiers.leakage import answer_leaked
 
 logger = logging.getLogger(__name__)
@@ -199,9 +199,8 @@ class MonitorEnv(FlowEnv):
         self._trace = baseline.text
         self._cuts = cut_points(self._trace, self.increment, self._token_offsets())
         self._cursor = 0 if self.condition == "standard" else len(self._cuts) - 1
-        verdict = (baseline.verdict or {}).get("status")
-        self._baseline_correct = verdict == "correct"
-        self._verdict_code = VERDICT_CODES.get(verdict, HIDDEN)
+        self._baseline_correct = baseline.correct
+        self._verdict_code = VERDICT_CODES.get(baseline.status, HIDDEN)
         self._terminated = False
         self._prompt_parts = None
         self._episode = Episode(
@@ -220,7 +219,7 @@ class MonitorEnv(FlowEnv):
                 "reward_weights": self.reward_weights,
                 "student_sampling": dict(self.student_sampling.__dict__),
             },
-            baseline=baseline.to_dict(),
+            baseline=baseline,
             tokens={
                 "baseline_prompt": baseline.prompt_tokens,
                 "baseline_completion": baseline.completion_tokens,
@@ -263,13 +262,13 @@ class MonitorEnv(FlowEnv):
             logger.info("malformed action on %s: %s", self._problem.id, action_error)
         revealed = self._cuts[self._cursor]
         self._episode.steps.append(
-            {
-                "step": len(self._episode.steps),
-                "revealed_chars": revealed,
-                "action": "intervene" if intervene else "wait",
-                "message": message if intervene else None,
-                "action_error": action_error,
-            }
+            MonitorStep(
+                step=len(self._episode.steps),
+                revealed_chars=revealed,
+                action="intervene" if intervene else "wait",
+                message=message if intervene else None,
+                action_error=action_error,
+            )
         )
         if self.condition == "oracle":
             match = None
@@ -335,17 +334,16 @@ class MonitorEnv(FlowEnv):
         post_correct = None
         if intervene:
             total = len(self._trace)
-            intervention = {
-                "message": message,
-                "position": position,
-                "tau_abs": position if applied else None,
-                "tau_rel": (position / total if total else 1.0) if applied else None,
-                "quote_stage": match.stage if match else None,
-                "excluded": match.excluded if match else None,
-                "post": self.post,
-                "leaked": answer_leaked(self._problem, message),
-                "attempt": None,
-            }
+            intervention = Intervention(
+                message=message,
+                position=position,
+                tau_abs=position if applied else None,
+                tau_rel=(position / total if total else 1.0) if applied else None,
+                quote_stage=match.stage if match else None,
+                excluded=match.excluded if match else None,
+                post=self.post,
+                leaked=answer_leaked(self._problem, message),
+            )
             episode.intervention = intervention
             if applied:
                 started = time.perf_counter()
@@ -367,17 +365,15 @@ class MonitorEnv(FlowEnv):
                     if verdict.status == "error":
                         episode.error = f"grader error after the intervention: {verdict.feedback}"
                     post_correct = verdict.correct
-                intervention["attempt"] = attempt_from(completion, verdict).to_dict()
+                intervention.attempt = attempt_from(completion, verdict)
                 episode.tokens["post_prompt"] = completion.prompt_tokens
                 episode.tokens["post_completion"] = completion.completion_tokens
                 episode.timings["post_s"] = time.perf_counter() - started
-        leaked = bool(episode.intervention and episode.intervention["leaked"] and applied)
+        leaked = bool(episode.intervention and episode.intervention.leaked and applied)
         components = monitor_components(self._baseline_correct, applied, post_correct, leaked)
         episode.reward_components = components
         episode.reward = weighted_reward(components, self.reward_weights)
-        if (episode.baseline or {}).get("verdict", {}) and episode.baseline["verdict"][
-            "status"
-        ] == "error":
+        if episode.baseline is not None and episode.baseline.status == "error":
             episode.error = episode.error or "grader error on the baseline"
         self._terminated = True
         self.last_episode = episode
@@ -394,9 +390,7 @@ class MonitorEnv(FlowEnv):
             "problem": problem.question,
             "transcript": self._trace[:revealed],
             "reference": self._reference(),
-            "student_answer": str((self._episode.baseline or {}).get("answer") or "")
-            if oracle
-            else "",
+            "student_answer": str(self._episode.baseline.answer or "") if oracle else "",
             "verdict": self._verdict_code if oracle else HIDDEN,
             "step": as_counter(len(self._episode.steps)),
             "revealed_chars": as_counter(revealed),
@@ -432,7 +426,7 @@ class MonitorEnv(FlowEnv):
                 "teacher_oracle",
                 problem=problem,
                 transcript=self._trace,
-                student_answer=str((self._episode.baseline or {}).get("answer") or ""),
+                student_answer=str(self._episode.baseline.answer or ""),
                 verdict="correct" if self._baseline_correct else "incorrect",
                 reference=reference,
             )
@@ -465,7 +459,7 @@ class MonitorEnv(FlowEnv):
             self._trace[:shown],
         ]
         if self._episode.intervention:
-            lines.append(f"-- intervention: {self._episode.intervention['message']!r}")
+            lines.append(f"-- intervention: {self._episode.intervention.message!r}")
         return "\n".join(lines)
 
 

@@ -68,7 +68,7 @@ from intbench.envs.common import (
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.records import Attempt, Episode, Problem
+from intbench.records import Attempt, Episode, Problem, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
 
 logger = logging.getLogger(__name__)
@@ -300,11 +300,12 @@ class TutorEnv(FlowEnv):
 
     def _teacher_says(self, message: str | None, action_error: str | None):
         """Flow: check the teacher's message and deliver or withhold it."""
-        step = {
-            "step": self._turn + 1,
-            "student_message": self._latest_student_message(),
-            "message": message,
-        }
+        step = TutorStep(
+            step=self._turn + 1,
+            student_message=self._latest_student_message(),
+            message=message,
+            action_error=action_error,
+        )
         if message is not None:
             check = rules_check(self._problem, message)
             if not check.leak and self.checker_spec != "rules":
@@ -319,10 +320,7 @@ class TutorEnv(FlowEnv):
                     "reason": check.reason,
                 }
             )
-            step |= {"withheld": check.leak, "check": check.to_dict()}
-        else:
-            step |= {"withheld": False, "check": None}
-        step["action_error"] = action_error
+            step.withheld, step.check = check.leak, check.to_dict()
         self._episode.steps.append(step)
 
     def _llm_check(self, message: str):
@@ -360,14 +358,13 @@ class TutorEnv(FlowEnv):
                 )
                 attempt = attempt_from(completion, verdict)
             self._attempts.append(attempt)
-            episode.attempts.append(attempt.to_dict())
+            episode.attempts.append(attempt)
             episode.tokens["student_prompt"] += attempt.prompt_tokens
             episode.tokens["student_completion"] += attempt.completion_tokens
-            status = (attempt.verdict or {}).get("status")
+            status = attempt.status
             if attempt.error or status == "error":
                 episode.error = (
-                    attempt.error
-                    or f"grader error on submission {k}: {attempt.verdict['feedback']}"
+                    attempt.error or f"grader error on submission {k}: {attempt.verdict.feedback}"
                 )
                 return
             if status == "correct":
@@ -445,9 +442,7 @@ class TutorEnv(FlowEnv):
         ]
         lines += [f"{t['role']}: {t['content']}" for t in self._view("teacher")]
         for i, attempt in enumerate(self._attempts):
-            lines.append(
-                f"-- submission {i + 1} ({(attempt.verdict or {}).get('status')}):\n{attempt.text}"
-            )
+            lines.append(f"-- submission {i + 1} ({attempt.status}):\n{attempt.text}")
         return "\n".join(lines)
 
 

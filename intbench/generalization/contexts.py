@@ -33,7 +33,6 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from intbench.agents.base import ChatBackend, SamplingParams
 from intbench.cache import JsonCache, stable_hash
@@ -41,7 +40,16 @@ from intbench.envs import flows
 from intbench.envs.common import backend_name, cached_student_call, sampling_from, shared_backend
 from intbench.envs.domains.prompting import render_messages
 from intbench.generalization.variant_set import variants_by_original
-from intbench.records import Episode, Problem, Verdict
+from intbench.records import (
+    Attempt,
+    Episode,
+    Intervention,
+    Problem,
+    Verdict,
+    as_episode,
+    as_episodes,
+)
+from intbench.rundir import RunDir
 from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
@@ -58,28 +66,28 @@ class ContextUnavailable(ValueError):
     """The original episode lacks what a context shows (no baseline, no intervention)."""
 
 
-def applied_intervention(episode: dict) -> dict | None:
+def applied_intervention(episode: Episode) -> Intervention | None:
     """The episode's intervention if it was applied and the student answered after it."""
-    intervention = episode.get("intervention")
-    if not intervention or intervention.get("excluded") or intervention.get("tau_abs") is None:
-        return None
-    attempt = intervention.get("attempt")
-    if not attempt or attempt.get("error"):
+    intervention = episode.applied_intervention
+    if intervention is None or intervention.attempt is None or intervention.attempt.error:
         return None
     return intervention
 
 
-def _status(attempt: dict) -> str:
-    return ((attempt.get("verdict") or {}).get("status")) or "unknown"
+def _status(attempt: Attempt) -> str:
+    return attempt.status or "unknown"
 
 
-def _explanation(attempt: dict) -> str:
-    feedback = ((attempt.get("verdict") or {}).get("feedback") or "").strip()
+def _explanation(attempt: Attempt) -> str:
+    feedback = (attempt.verdict.feedback if attempt.verdict else "").strip()
     return feedback or "no explanation was given."
 
 
 def context_messages(
-    context: str, variant: Problem, original: Problem | None = None, episode: dict | None = None
+    context: str,
+    variant: Problem,
+    original: Problem | None = None,
+    episode: Episode | dict | None = None,
 ) -> list[dict]:
     """The student's chat messages for ``variant`` under ``context``.
 
@@ -96,32 +104,33 @@ def context_messages(
         return render_messages(variant.domain, template, problem=variant)
     if original is None or episode is None:
         raise ContextUnavailable(f"{context} needs the original problem and episode")
-    baseline = episode.get("baseline")
-    if not baseline or baseline.get("error"):
-        raise ContextUnavailable(f"episode {episode.get('episode_id')} has no baseline")
+    episode = as_episode(episode)
+    baseline = episode.baseline
+    if not baseline or baseline.error:
+        raise ContextUnavailable(f"episode {episode.episode_id} has no baseline")
     if context == "problem_context":
         return render_messages(
             variant.domain,
             template,
             problem=variant,
             original=original,
-            baseline_trace=baseline.get("text", ""),
-            baseline_answer=baseline.get("answer") or "",
+            baseline_trace=baseline.text,
+            baseline_answer=baseline.answer or "",
             baseline_verdict=_status(baseline),
         )
     intervention = applied_intervention(episode)
     if intervention is None:
-        raise ContextUnavailable(f"episode {episode.get('episode_id')} has no applied intervention")
-    attempt = intervention["attempt"]
+        raise ContextUnavailable(f"episode {episode.episode_id} has no applied intervention")
+    attempt = intervention.attempt
     return render_messages(
         variant.domain,
         template,
         problem=variant,
         original=original,
-        prefix=baseline.get("text", "")[: intervention["position"]],
-        message=intervention.get("message") or "",
-        revised_trace=attempt.get("text", ""),
-        revised_answer=attempt.get("answer") or "",
+        prefix=baseline.text[: intervention.position],
+        message=intervention.message or "",
+        revised_trace=attempt.text,
+        revised_answer=attempt.answer or "",
         verdict=_status(attempt),
         explanation=_explanation(attempt),
     )
@@ -136,46 +145,45 @@ class GeneralizationResult:
     ran: int = 0
 
 
-def _eligible(episode: dict, only_intervened: bool) -> str | None:
+def _eligible(episode: Episode, only_intervened: bool) -> str | None:
     """Why an original episode is not used, or ``None``."""
-    if episode.get("protocol") != "monitor":
-        return f"protocol {episode.get('protocol')!r} is not 'monitor'"
-    if episode.get("error"):
-        return f"the original episode failed: {episode['error']}"
+    if episode.protocol != "monitor":
+        return f"protocol {episode.protocol!r} is not 'monitor'"
+    if episode.error:
+        return f"the original episode failed: {episode.error}"
     if only_intervened and applied_intervention(episode) is None:
         return "no applied intervention"
     return None
 
 
-def _sample_seed(seed: int, variant: Problem, episode: dict) -> int:
-    return int(stable_hash("generalization", seed, variant.id, episode.get("seed"))[:8], 16)
+def _sample_seed(seed: int, variant: Problem, episode: Episode) -> int:
+    return int(stable_hash("generalization", seed, variant.id, episode.seed)[:8], 16)
 
 
 def _record_flow(cache, student: str, context, variant, original, episode, sampling, verifier):
-    """Flow: one student attempt on ``variant`` under ``context`` -> its record dict."""
+    """Flow: one student attempt on ``variant`` under ``context`` -> its record."""
     started = time.perf_counter()
     messages = context_messages(context, variant, original, episode)
     attempt, from_cache = yield from cached_student_call(
         cache, student, messages, sampling, variant, verifier
     )
-    verdict = attempt.verdict or {}
     error = None
     if attempt.error:
         error = f"student failed on the variant: {attempt.error}"
-    elif verdict.get("status") == "error":
-        error = f"grader error on the variant: {verdict.get('feedback')}"
-    correct = verdict.get("status") == "correct"
+    elif attempt.status == "error":
+        error = f"grader error on the variant: {attempt.verdict.feedback}"
+    correct = attempt.correct
     record = Episode(
         protocol=PROTOCOL,
         problem_id=variant.id,
         domain=variant.domain,
         student=student,
-        teacher=episode.get("teacher"),
-        judge=episode.get("judge"),
+        teacher=episode.teacher,
+        judge=episode.judge,
         condition=context,
         seed=sampling.seed,
         config={"context": context, "student_sampling": dict(sampling.__dict__)},
-        attempts=[attempt.to_dict()],
+        attempts=[attempt],
         solved_at=1 if correct else None,
         reward=float(correct),
         tokens={
@@ -186,9 +194,9 @@ def _record_flow(cache, student: str, context, variant, original, episode, sampl
         timings={"seconds": time.perf_counter() - started},
         metadata={
             "run_key": run_key(episode, variant, context),
-            "original_episode_id": episode.get("episode_id"),
+            "original_episode_id": episode.episode_id,
             "original_problem_id": variant.metadata["variant_of"],
-            "original_condition": episode.get("condition"),
+            "original_condition": episode.condition,
             "original_intervened": applied_intervention(episode) is not None,
             "variant_id": variant.id,
             "skill": variant.metadata.get("skill"),
@@ -196,16 +204,16 @@ def _record_flow(cache, student: str, context, variant, original, episode, sampl
         },
         error=error,
     )
-    return record.to_dict()
+    return record
 
 
-def run_key(episode: dict, variant: Problem, context: str) -> str:
+def run_key(episode: Episode, variant: Problem, context: str) -> str:
     """The identity of one generalization record: (original episode, variant, context)."""
-    return f"{episode.get('episode_id')}|{variant.id}|{context}"
+    return f"{episode.episode_id}|{variant.id}|{context}"
 
 
 def evaluate_generalization(
-    episodes: Iterable[dict],
+    episodes: Iterable[Episode | dict],
     variants: list[Problem],
     originals: Iterable[Problem],
     student: str | ChatBackend,
@@ -220,7 +228,7 @@ def evaluate_generalization(
     """Run the student on every variant of every usable original episode, per context.
 
     Args:
-        episodes: monitor episode records (dicts, as ``load_run`` returns).
+        episodes: monitor episode records (typed, or dicts as ``load_run`` returns).
         variants: the variant set (``metadata["variant_of"]`` links to originals).
         originals: the original problems (their statements appear in the contexts).
         student: model spec or backend of the student.
@@ -232,8 +240,7 @@ def evaluate_generalization(
             that all contexts cover the same (episode, variant) pairs [True].
             With ``False`` every finished episode is used and
             Intervention-Context runs where there was an intervention.
-        out_dir: if given, records are appended to ``out_dir/episodes.jsonl``
-            as they finish, and records already there (without an error) are
+        out_dir: if given, a run directory the records are appended to as they finish, and records already there (without an error) are
             not run again, so an interrupted evaluation resumes.
         cache_dir: root of the student cache.
         verifier: scores the variant attempts [the domain verifier].
@@ -241,8 +248,6 @@ def evaluate_generalization(
     Raises:
         ValueError: an unknown context.
     """
-    from intbench.runner import EPISODES_FILE, EpisodeLog
-
     contexts = list(contexts)
     unknown = [c for c in contexts if c not in CONTEXTS]
     if unknown:
@@ -251,25 +256,22 @@ def evaluate_generalization(
     problems = {p.id: p for p in originals}
     log = None
     if out_dir is not None:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        log = EpisodeLog(Path(out_dir) / EPISODES_FILE)
+        log = RunDir(out_dir).log()
         log.drop_failed()
     name = backend_name(student)
     result = GeneralizationResult([])
     jobs = []
-    for episode in episodes:
+    for episode in as_episodes(episodes):
         reason = _eligible(episode, only_intervened)
-        original = problems.get(episode.get("problem_id"))
+        original = problems.get(episode.problem_id)
         if reason is None and original is None:
             reason = "original problem not given"
         if reason is None and not by_original.get(original.id):
             reason = "no variants of this problem"
         if reason is not None:
-            result.skipped.append({"episode_id": episode.get("episode_id"), "reason": reason})
+            result.skipped.append({"episode_id": episode.episode_id, "reason": reason})
             continue
-        base = sampling_from(
-            sampling or episode.get("config", {}).get("student_sampling"), **STUDENT_DEFAULTS
-        )
+        base = sampling_from(sampling or episode.config.get("student_sampling"), **STUDENT_DEFAULTS)
         intervened = applied_intervention(episode) is not None
         for variant in by_original[original.id]:
             chosen = replace(base, seed=_sample_seed(seed, variant, episode))
@@ -278,7 +280,7 @@ def evaluate_generalization(
                     continue
                 key = run_key(episode, variant, context)
                 if log is not None and log.finished(key):
-                    result.records.append(log.records[key])
+                    result.records.append(log.records[key].to_dict())
                     continue
                 jobs.append((context, variant, original, episode, chosen))
     if jobs:
@@ -293,7 +295,7 @@ def evaluate_generalization(
                 for record in flows.run_flows(batch, executor):
                     if log is not None:
                         log.append(record)
-                    result.records.append(record)
+                    result.records.append(record.to_dict())
                     result.ran += 1
         finally:
             executor.close()

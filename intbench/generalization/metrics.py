@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from intbench.generalization.contexts import CONTEXTS, PROTOCOL
 from intbench.metrics import BOOTSTRAP_SAMPLES, Estimate, bootstrap
+from intbench.records import Episode, as_episodes
 
 CONTEXT_LABELS = {
     "no_context": "No-Context",
@@ -42,19 +43,18 @@ class GeneralizationKey(NamedTuple):
     original_condition: str
 
 
-def _correct(record: dict) -> float:
-    attempts = record.get("attempts") or [{}]
-    return float(((attempts[0].get("verdict") or {}).get("status")) == "correct")
+def _correct(record: Episode) -> float:
+    return float(bool(record.attempts) and record.attempts[0].correct)
 
 
-def _original(record: dict) -> str:
-    return record["metadata"]["original_problem_id"]
+def _original(record: Episode) -> str:
+    return record.metadata["original_problem_id"]
 
 
-def per_problem_scores(records: Iterable[dict]) -> dict[str, float]:
+def per_problem_scores(records: Iterable[Episode | dict]) -> dict[str, float]:
     """``g(p)``: mean correctness per original problem (records of one context, no errors)."""
     scores: dict[str, list[float]] = defaultdict(list)
-    for record in records:
+    for record in as_episodes(records):
         scores[_original(record)].append(_correct(record))
     return {problem: sum(v) / len(v) for problem, v in scores.items()}
 
@@ -71,22 +71,24 @@ def _estimate(values: dict[str, float], samples: int) -> Estimate:
     return bootstrap(groups, _mean_value, samples)
 
 
-def generalization_scores(records: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) -> dict:
+def generalization_scores(
+    records: Iterable[Episode | dict], samples: int = BOOTSTRAP_SAMPLES
+) -> dict:
     """G and ΔG per context for the records of one group.
 
     Returns ``{context: {"G": Estimate, "delta": Estimate, "n_problems",
     "n_records", "n_errors"}}`` for every context that has records;
     ``delta`` is NaN when there are no No-Context records to pair with.
     """
-    by_context: dict[str, list[dict]] = defaultdict(list)
+    by_context: dict[str, list[Episode]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
-    for record in records:
-        if record.get("protocol") != PROTOCOL:
+    for record in as_episodes(records):
+        if record.protocol != PROTOCOL:
             continue
-        if record.get("error"):
-            errors[record["condition"]] += 1
+        if record.error:
+            errors[record.condition] += 1
         else:
-            by_context[record["condition"]].append(record)
+            by_context[record.condition].append(record)
     reference = per_problem_scores(by_context.get("no_context", []))
     summary = {}
     for context in [c for c in CONTEXTS if c in by_context or c in errors]:
@@ -102,30 +104,32 @@ def generalization_scores(records: Iterable[dict], samples: int = BOOTSTRAP_SAMP
     return summary
 
 
-def group_key(record: dict) -> GeneralizationKey:
+def group_key(record: Episode) -> GeneralizationKey:
     """The group a generalization record belongs to (people pooled as ``human``)."""
     from intbench.report.tables import teacher_label
 
     return GeneralizationKey(
-        record.get("domain", ""),
-        record.get("student", ""),
-        teacher_label(record.get("teacher")),
-        str(record.get("metadata", {}).get("original_condition") or ""),
+        record.domain,
+        record.student,
+        teacher_label(record.teacher),
+        str(record.metadata.get("original_condition") or ""),
     )
 
 
 def generalization_summary(
-    episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES
+    episodes: Iterable[Episode | dict], samples: int = BOOTSTRAP_SAMPLES
 ) -> dict[GeneralizationKey, dict]:
     """:func:`generalization_scores` for every group of the generalization records in ``episodes``."""
-    groups: dict[GeneralizationKey, list[dict]] = defaultdict(list)
-    for record in episodes:
-        if record.get("protocol") == PROTOCOL:
+    groups: dict[GeneralizationKey, list[Episode]] = defaultdict(list)
+    for record in as_episodes(episodes):
+        if record.protocol == PROTOCOL:
             groups[group_key(record)].append(record)
     return {key: generalization_scores(groups[key], samples) for key in sorted(groups)}
 
 
-def generalization_table(episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) -> Any:
+def generalization_table(
+    episodes: Iterable[Episode | dict], samples: int = BOOTSTRAP_SAMPLES
+) -> Any:
     """The report table: G and ΔG per context for each group (an ``intbench.report.tables.Table``).
 
     Records of other protocols are ignored; the table has no rows when there

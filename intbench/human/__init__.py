@@ -2,7 +2,7 @@
 
 ``intbench serve`` runs it (see :mod:`intbench.commands.serve`).  Each trial is
 a :class:`~intbench.envs.monitor.MonitorEnv` episode played with a
-participant's clicks and written to ``DIR/episodes.jsonl`` with
+participant's clicks and written to the run directory ``DIR`` with
 ``teacher="human:<id>"``, so ``intbench report`` puts people next to LLM
 teachers.  Needs the ``human`` extra (Flask, waitress).
 """

@@ -31,7 +31,7 @@ from intbench.human.study import (
     warm_up,
 )
 from intbench.human.worker import ContinuationWorker
-from intbench.runner import save_problems
+from intbench.records import Episode
 
 logger = logging.getLogger(__name__)
 
@@ -70,20 +70,20 @@ class Study:
         self.store = StudyStore(out_dir)
         self.store.check_study(config.fingerprint())
         # Analyses (leakage audit, categorisation, generalization) read a run's problems from here.
-        save_problems(self.store.dir, config.problems)
+        self.store.run_dir.save_problems(config.problems)
         self.views = (
             views if views is not None else warm_up(config, print_progress if progress else None)
         )
         self._lock = threading.RLock()
         self.worker = ContinuationWorker(config, self._append_completed)
         for record in list(self.store.episodes.records.values()):
-            if record["metadata"].get("human", {}).get("continuation") in ("pending", "failed"):
+            if record.metadata.get("human", {}).get("continuation") in ("pending", "failed"):
                 self.worker.submit(record)
 
     def close(self) -> None:
         self.worker.stop()
 
-    def _append_completed(self, record: dict) -> None:
+    def _append_completed(self, record: Episode) -> None:
         with self._lock:
             self.store.append_episode(record)
 
@@ -239,7 +239,7 @@ class Study:
                 )
                 self._annotate(record, state, trial, decision, now)
                 self.store.append_episode(record)
-                if record["metadata"]["human"]["continuation"] == "pending":
+                if record.metadata["human"]["continuation"] == "pending":
                     self.worker.submit(record)
             if self.current_trial(state) is None:
                 state["phase"] = {"practice": "check", "trials": "questionnaire"}[state["phase"]]
@@ -291,17 +291,19 @@ class Study:
         )
         return {"reveals": trial["cursor"], "action": intervene}
 
-    def _annotate(self, record: dict, state: dict, trial: dict, decision: dict, now: float) -> None:
+    def _annotate(
+        self, record: Episode, state: dict, trial: dict, decision: dict, now: float
+    ) -> None:
         participant_id = state["participant_id"]
-        attempt = (record.get("intervention") or {}).get("attempt") or {}
-        pending = attempt.get("error") == PENDING_ERROR
-        record["teacher"] = f"human:{participant_id}"
+        attempt = record.intervention.attempt if record.intervention else None
+        pending = attempt is not None and attempt.error == PENDING_ERROR
+        record.teacher = f"human:{participant_id}"
         shown = trial["shown_at"] or now
-        record["timings"]["teacher_s"] = now - shown
+        record.timings["teacher_s"] = now - shown
         if trial["confirmed_at"] is not None:
-            record["timings"]["reading_s"] = trial["confirmed_at"] - shown
-        record["metadata"]["run_key"] = trial["trial_id"]
-        record["metadata"]["human"] = {
+            record.timings["reading_s"] = trial["confirmed_at"] - shown
+        record.metadata["run_key"] = trial["trial_id"]
+        record.metadata["human"] = {
             "participant_id": participant_id,
             "trial_id": trial["trial_id"],
             "trial_index": trial["index"],

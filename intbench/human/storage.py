@@ -2,7 +2,7 @@
 
 ``DIR/study.json``
     the study's fingerprint; a restart with another study into ``DIR`` is refused.
-``DIR/episodes.jsonl``
+episodes (a :class:`~intbench.rundir.RunDir`, so reports read a study like a run)
     one episode record per submitted trial (plus the completed record once the
     student's continuation has run), appended and fsynced before the
     participant's page moves on.  It is the source of truth for which trials
@@ -23,12 +23,12 @@ import os
 from pathlib import Path
 
 from intbench.cache import atomic_write_json
-from intbench.runner import EpisodeLog
+from intbench.records import Episode
+from intbench.rundir import RunDir
 
 logger = logging.getLogger(__name__)
 
 STUDY_FILE = "study.json"
-EPISODES_FILE = "episodes.jsonl"
 QUESTIONNAIRES_FILE = "participants.jsonl"
 PARTICIPANTS_DIR = "participants"
 
@@ -69,7 +69,8 @@ class StudyStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / PARTICIPANTS_DIR).mkdir(exist_ok=True)
         # Records are keyed by metadata.run_key = the trial id; the latest wins.
-        self.episodes = EpisodeLog(self.dir / EPISODES_FILE)
+        self.run_dir = RunDir(self.dir)
+        self.episodes = self.run_dir.log()
         self.questionnaires = {
             q["participant_id"]: q
             for q in read_jsonl(self.dir / QUESTIONNAIRES_FILE)
@@ -108,11 +109,11 @@ class StudyStore:
     def save_participant(self, state: dict) -> None:
         atomic_write_json(self._participant_path(state["participant_id"]), state)
 
-    def record_of(self, trial_id: str) -> dict | None:
+    def record_of(self, trial_id: str) -> Episode | None:
         """The latest episode record of a trial, if it was submitted."""
         return self.episodes.records.get(trial_id)
 
-    def append_episode(self, record: dict) -> None:
+    def append_episode(self, record: Episode) -> None:
         self.episodes.append(record)
 
     def append_questionnaire(self, answers: dict) -> None:

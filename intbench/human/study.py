@@ -23,7 +23,7 @@ import intbench.envs  # noqa: F401  (registers the env ids that gym.spec looks u
 from intbench.agents.base import ChatBackend, Completion
 from intbench.envs import flows
 from intbench.envs.common import backend_name
-from intbench.records import Problem
+from intbench.records import Episode, Problem
 
 logger = logging.getLogger(__name__)
 
@@ -158,18 +158,18 @@ def warm_up(
                 obs, _, done, _, info = env.step({"intervene": 0, "message": ""})
                 if not done:
                     cuts.append(int(obs["revealed_chars"]))
-            record = info["episode"]
-            baseline = record["baseline"] or {}
-            status = (baseline.get("verdict") or {}).get("status")
+            record = env.last_episode
+            baseline = record.baseline
+            status = baseline.status
             views[problem.id] = ProblemView(
                 problem_id=problem.id,
                 question=problem.question,
                 reference=reference,
-                trace=baseline.get("text", ""),
+                trace=baseline.text,
                 cuts=cuts,
-                answer="" if baseline.get("answer") is None else str(baseline["answer"]),
+                answer="" if baseline.answer is None else str(baseline.answer),
                 correct=None if status not in ("correct", "incorrect") else status == "correct",
-                error=record.get("error"),
+                error=record.error,
             )
             if progress:
                 progress(number, len(config.problems), problem.id)
@@ -209,7 +209,7 @@ class _DeferredStudent:
 
 def play_trial(
     config: StudyConfig, problem_id: str, env_seed: int, decision: dict, defer: bool
-) -> dict:
+) -> Episode:
     """Replay a trial on a fresh env and return its episode record.
 
     ``decision`` is ``{"reveals": n, "action": {...}}``: Standard waits ``n``
@@ -235,6 +235,6 @@ def play_trial(
         if not done:
             # Standard "wait" before the end of the trace: not a final decision.
             raise ValueError(f"trial of {problem_id}: the decision did not end the episode")
-        return env.last_episode.to_dict()
+        return env.last_episode
     finally:
         env.close()

@@ -18,25 +18,26 @@ import threading
 from collections.abc import Callable
 
 from intbench.human.study import StudyConfig, play_trial
+from intbench.records import Episode
 
 logger = logging.getLogger(__name__)
 
 
-def complete_record(config: StudyConfig, pending: dict) -> dict:
+def complete_record(config: StudyConfig, pending: Episode) -> Episode:
     """The pending record's trial replayed with the real student continuation."""
-    human = pending["metadata"]["human"]
+    human = pending.metadata["human"]
     record = play_trial(
-        config, pending["problem_id"], human["env_seed"], human["decision"], defer=False
+        config, pending.problem_id, human["env_seed"], human["decision"], defer=False
     )
-    record["teacher"] = pending["teacher"]
-    record["metadata"]["run_key"] = pending["metadata"]["run_key"]
-    record["metadata"]["human"] = {
+    record.teacher = pending.teacher
+    record.metadata["run_key"] = pending.metadata["run_key"]
+    record.metadata["human"] = {
         **copy.deepcopy(human),
-        "continuation": "failed" if record.get("error") else "done",
+        "continuation": "failed" if record.error else "done",
     }
     for key in ("teacher_s", "reading_s"):
-        if key in pending["timings"]:
-            record["timings"][key] = pending["timings"][key]
+        if key in pending.timings:
+            record.timings[key] = pending.timings[key]
     return record
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from intbench.metrics import Estimate
+from intbench.records import Episode
 from intbench.report.tables import (
     HUMAN,
     MATRIX_METRICS,
@@ -45,7 +46,7 @@ class FigureFile:
 
 
 def render_all(
-    data: ReportData, episodes: Sequence[dict], out_dir: Path
+    data: ReportData, episodes: Sequence[Episode], out_dir: Path
 ) -> tuple[list[FigureFile], str | None]:
     """Draw every figure the data supports into ``out_dir``.
 
@@ -157,24 +158,24 @@ def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
     return figure
 
 
-def timing_scatter(episodes: Sequence[dict]) -> Figure | None:
+def timing_scatter(episodes: Sequence[Episode]) -> Figure | None:
     """τ_rel of every applied intervention per problem, humans marked apart from LLMs."""
     points: dict[tuple[str, str], dict[str, list[tuple[str, float]]]] = defaultdict(
         lambda: defaultdict(list)
     )
     for episode in episodes:
-        intervention = episode.get("intervention") or {}
+        intervention = episode.intervention
         if (
-            episode.get("protocol") != "monitor"
-            or episode.get("error")
-            or intervention.get("excluded")
+            episode.protocol != "monitor"
+            or episode.error
+            or intervention is None
+            or intervention.excluded
+            or intervention.tau_rel is None
         ):
-            continue
-        if intervention.get("tau_rel") is None:
             continue
         key = monitor_key(episode)
         points[(key.domain, key.condition)][key.teacher].append(
-            (episode["problem_id"], float(intervention["tau_rel"]))
+            (episode.problem_id, float(intervention.tau_rel))
         )
     if not points:
         return None

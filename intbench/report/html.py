@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from intbench.metrics import Estimate
+from intbench.records import Attempt, Episode
 from intbench.report.tables import ReportData, Table, format_cell, monitor_key, teacher_label
 
 if TYPE_CHECKING:
@@ -77,108 +78,102 @@ def _clip_segments(text: str, kind: str, limit: int, keep_tail: bool) -> list[di
 
 
 # ----------------------------------------------------------- browser data
-def _status(attempt: dict | None) -> str | None:
-    return ((attempt or {}).get("verdict") or {}).get("status")
+def _status(attempt: Attempt | None) -> str | None:
+    return attempt.status if attempt else None
 
 
 _SHORT = {"correct": "right", "incorrect": "wrong", "error": "error", None: "none"}
 
 
-def outcome(episode: dict) -> str:
+def outcome(episode: Episode) -> str:
     """A short label of how the episode ended, used by the browser's filter."""
-    if episode.get("error"):
+    if episode.error:
         return "error"
-    if episode.get("protocol") == "monitor":
-        intervention = episode.get("intervention")
+    if episode.protocol == "monitor":
+        intervention = episode.intervention
         if not intervention:
             return "no intervention"
-        if intervention.get("excluded"):
+        if intervention.excluded:
             return "excluded"
-        before, after = _status(episode.get("baseline")), _status(intervention.get("attempt"))
+        before, after = _status(episode.baseline), _status(intervention.attempt)
         return f"{_SHORT.get(before, before)}→{_SHORT.get(after, after)}"
-    solved = episode.get("solved_at")
+    solved = episode.solved_at
     if solved is None:
         return "unsolved"
     return "solved at 1" if solved == 1 else "solved after feedback"
 
 
-def browser_record(index: int, episode: dict) -> dict:
+def browser_record(index: int, episode: Episode) -> dict:
     """The compact, truncated view of one episode that the browser shows."""
     record: dict[str, Any] = {
         "i": index,
-        "id": episode.get("episode_id"),
-        "protocol": episode.get("protocol"),
-        "domain": episode.get("domain"),
-        "problem": episode.get("problem_id"),
-        "student": episode.get("student"),
-        "teacher": teacher_label(episode.get("teacher")),
-        "teacher_id": episode.get("teacher"),
-        "condition": episode.get("condition"),
+        "id": episode.episode_id,
+        "protocol": episode.protocol,
+        "domain": episode.domain,
+        "problem": episode.problem_id,
+        "student": episode.student,
+        "teacher": teacher_label(episode.teacher),
+        "teacher_id": episode.teacher,
+        "condition": episode.condition,
         "outcome": outcome(episode),
-        "error": clip_text(episode.get("error")) or None,
+        "error": clip_text(episode.error) or None,
     }
-    if episode.get("protocol") == "monitor":
+    if episode.protocol == "monitor":
         record.update(_monitor_view(episode))
     else:
         record.update(_attempts_view(episode))
     return record
 
 
-def _monitor_view(episode: dict) -> dict:
-    baseline = episode.get("baseline") or {}
-    intervention = episode.get("intervention") or {}
-    applied = (
-        bool(intervention)
-        and not intervention.get("excluded")
-        and intervention.get("tau_abs") is not None
-    )
-    after = intervention.get("attempt") or {}
+def _monitor_view(episode: Episode) -> dict:
+    baseline = episode.baseline or Attempt(text="")
+    intervention = episode.intervention
+    applied = episode.applied_intervention is not None
+    after = (intervention.attempt if intervention else None) or Attempt(text="")
     return {
         "post": monitor_key(episode).post,
-        "trace": trace_segments(
-            baseline.get("text") or "", intervention.get("tau_abs") if applied else None
-        ),
-        "trace_chars": len(baseline.get("text") or ""),
-        "intervened": bool(intervention),
-        "message": clip_text(intervention.get("message")) if intervention else None,
-        "tau_abs": intervention.get("tau_abs"),
-        "tau_rel": intervention.get("tau_rel"),
-        "excluded": intervention.get("excluded"),
-        "leaked": intervention.get("leaked"),
+        "trace": trace_segments(baseline.text or "", intervention.tau_abs if applied else None),
+        "trace_chars": len(baseline.text or ""),
+        "intervened": intervention is not None,
+        "message": clip_text(intervention.message) if intervention else None,
+        "tau_abs": intervention.tau_abs if intervention else None,
+        "tau_rel": intervention.tau_rel if intervention else None,
+        "excluded": intervention.excluded if intervention else None,
+        "leaked": intervention.leaked if intervention else None,
         "before": _status(baseline),
-        "before_answer": _answer_text(baseline.get("answer")),
+        "before_answer": _answer_text(baseline.answer),
         "after": _status(after) if applied else None,
-        "after_answer": _answer_text(after.get("answer")) if applied else None,
-        "continuation": clip_text(after.get("text")) if applied else None,
+        "after_answer": _answer_text(after.answer) if applied else None,
+        "continuation": clip_text(after.text or None) if applied else None,
     }
 
 
-def _attempts_view(episode: dict) -> dict:
+def _attempts_view(episode: Episode) -> dict:
     turns: list[dict] = []
-    feedback = {f.get("turn"): f for f in episode.get("feedback") or [] if isinstance(f, dict)}
-    for n, attempt in enumerate(episode.get("attempts") or [], 1):
+    feedback = {f.turn: f for f in episode.feedback}
+    for n, attempt in enumerate(episode.attempts, 1):
         if n > 1:
-            given = feedback.get(n - 1) or {}
+            given = feedback.get(n - 1)
             turns.append(
                 {
                     "kind": "feedback",
-                    "text": clip_text(given.get("message")),
-                    "leaked": given.get("leaked"),
+                    "text": clip_text(given.message if given else None),
+                    "leaked": given.leaked if given else None,
                 }
             )
         turns.append(
             {
                 "kind": "attempt",
                 "n": n,
-                "text": clip_text(attempt.get("text")),
+                "text": clip_text(attempt.text),
                 "status": _status(attempt),
-                "answer": _answer_text(attempt.get("answer")),
+                "answer": _answer_text(attempt.answer),
             }
         )
     return {
         "turns": turns,
-        "solved_at": episode.get("solved_at"),
-        "k_max": (episode.get("config") or {}).get("k_max"),
+        "solved_at": episode.solved_at,
+        "k_max": episode.config.get("k_max"),
     }
 
 

@@ -28,6 +28,7 @@ from intbench.metrics import (
     solver_vs_teacher,
     split_errors,
 )
+from intbench.records import Episode, as_episodes
 
 HUMAN = "human"
 NO_TEACHER = "none"
@@ -58,24 +59,23 @@ class FeedbackKey(NamedTuple):
     k_max: int
 
 
-def monitor_key(episode: dict) -> MonitorKey:
+def monitor_key(episode: Episode) -> MonitorKey:
     """The monitor group an episode belongs to."""
-    config = episode.get("config") or {}
     return MonitorKey(
-        str(episode["domain"]),
-        str(episode["student"]),
-        teacher_label(episode.get("teacher")),
-        str(config.get("post", "unknown")),
-        str(episode.get("condition") or "standard"),
+        str(episode.domain),
+        str(episode.student),
+        teacher_label(episode.teacher),
+        str(episode.config.get("post", "unknown")),
+        str(episode.condition or "standard"),
     )
 
 
-def _feedback_partial_key(episode: dict) -> tuple[str, str, str, str]:
+def _feedback_partial_key(episode: Episode) -> tuple[str, str, str, str]:
     return (
-        str(episode["domain"]),
-        str(episode["student"]),
-        teacher_label(episode.get("teacher")),
-        str(episode.get("condition") or "teacher"),
+        str(episode.domain),
+        str(episode.student),
+        teacher_label(episode.teacher),
+        str(episode.condition or "teacher"),
     )
 
 
@@ -203,14 +203,14 @@ class ReportData:
     other_protocols: dict[str, int]
 
 
-def summarize(episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) -> ReportData:
+def summarize(episodes: Iterable[Episode | dict], samples: int = BOOTSTRAP_SAMPLES) -> ReportData:
     """Group the episodes, compute every summary with its CI, and lay out the tables."""
-    monitor_groups: dict[MonitorKey, list[dict]] = defaultdict(list)
-    feedback_partial: dict[tuple, list[dict]] = defaultdict(list)
+    monitor_groups: dict[MonitorKey, list[Episode]] = defaultdict(list)
+    feedback_partial: dict[tuple, list[Episode]] = defaultdict(list)
     other: dict[str, int] = defaultdict(int)
-    generalization: list[dict] = []
-    for episode in episodes:
-        protocol = episode.get("protocol")
+    generalization: list[Episode] = []
+    for episode in as_episodes(episodes):
+        protocol = episode.protocol
         if protocol == "monitor":
             monitor_groups[monitor_key(episode)].append(episode)
         elif protocol == "feedback":
@@ -248,20 +248,20 @@ def summarize(episodes: Iterable[dict], samples: int = BOOTSTRAP_SAMPLES) -> Rep
     return ReportData(monitor, feedback, matrices, tables, dict(other))
 
 
-def _split_by_k(partial: dict[tuple, list[dict]]) -> dict[FeedbackKey, list[dict]]:
+def _split_by_k(partial: dict[tuple, list[Episode]]) -> dict[FeedbackKey, list[Episode]]:
     """Attach K to each group: the configured ``k_max``, else the most attempts seen."""
-    groups: dict[FeedbackKey, list[dict]] = defaultdict(list)
+    groups: dict[FeedbackKey, list[Episode]] = defaultdict(list)
     for (domain, student, teacher, mode), episodes in partial.items():
-        fallback = max([len(e.get("attempts") or []) for e in episodes] + [1])
+        fallback = max([len(e.attempts) for e in episodes] + [1])
         for episode in episodes:
-            configured = (episode.get("config") or {}).get("k_max")
+            configured = episode.config.get("k_max")
             k = configured if isinstance(configured, int) and configured >= 1 else fallback
             groups[FeedbackKey(domain, student, teacher, mode, k)].append(episode)
     return dict(groups)
 
 
 def build_matrices(
-    feedback: dict[FeedbackKey, dict], groups: dict[FeedbackKey, list[dict]]
+    feedback: dict[FeedbackKey, dict], groups: dict[FeedbackKey, list[Episode]]
 ) -> list[Matrix]:
     """One matrix per domain and K with several students or several teachers."""
     by_domain: dict[tuple[str, int], list[FeedbackKey]] = defaultdict(list)
@@ -292,7 +292,7 @@ def build_matrices(
 
 
 def _solo_acc1(
-    domain: str, teachers: list[str], groups: dict[FeedbackKey, list[dict]]
+    domain: str, teachers: list[str], groups: dict[FeedbackKey, list[Episode]]
 ) -> dict[str, float]:
     """A teacher model's own acc@1: the acc@1 of all runs where it is the student."""
     solo = {}

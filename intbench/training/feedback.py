@@ -191,7 +191,7 @@ class FeedbackRollout:
                 env_mask[i] = [0]
             episode = envs[i].last_episode
             if episode is not None:
-                leaked[i] = float(any(f.get("leaked") for f in episode.feedback))
+                leaked[i] = float(any(f.leaked for f in episode.feedback))
         return {
             "prompt_ids": prompt_ids,
             "completion_ids": completion_ids,

@@ -1,6 +1,6 @@
 """SFT data from episode records: imitate the teacher decisions a filter selects.
 
-Records are what ``intbench eval`` writes (``episodes.jsonl``); they hold the
+Records are what ``intbench eval`` writes into its run directory; they hold the
 teacher's decisions and messages but not the prompts.  The prompts are
 rebuilt by replaying each episode in an env whose scripted student repeats
 the recorded student text, so every example's prompt is exactly the env's
@@ -18,42 +18,43 @@ from typing import Any
 import gymnasium as gym
 
 from intbench.agents.backends.scripted import ScriptedBackend
-from intbench.records import Problem
+from intbench.records import Episode, MonitorStep, Problem, as_episodes
+from intbench.rundir import RunDir
+
+Filter = Callable[[Episode], bool]
 
 
-def _monitor_helpful(record: dict) -> bool:
-    return record["reward_components"].get("helpfulness", 0.0) > 0
+def _monitor_helpful(record: Episode) -> bool:
+    return record.reward_components.get("helpfulness", 0.0) > 0
 
 
-def _monitor_leaked(record: dict) -> bool:
-    return bool(record["reward_components"].get("leaked", 0.0))
+def _monitor_leaked(record: Episode) -> bool:
+    return bool(record.reward_components.get("leaked", 0.0))
 
 
-def _feedback_helpful(record: dict) -> bool:
-    return record.get("solved_at") is not None and record["solved_at"] > 1
+def _feedback_helpful(record: Episode) -> bool:
+    return record.solved_at is not None and record.solved_at > 1
 
 
-def _feedback_leaked(record: dict) -> bool:
-    return any(turn.get("leaked") for turn in record.get("feedback", []))
+def _feedback_leaked(record: Episode) -> bool:
+    return any(turn.leaked for turn in record.feedback)
 
 
-def _helpful(record: dict) -> bool:
-    return (
-        _monitor_helpful(record) if record["protocol"] == "monitor" else _feedback_helpful(record)
-    )
+def _helpful(record: Episode) -> bool:
+    return _monitor_helpful(record) if record.protocol == "monitor" else _feedback_helpful(record)
 
 
-def _leaked(record: dict) -> bool:
-    return _monitor_leaked(record) if record["protocol"] == "monitor" else _feedback_leaked(record)
+def _leaked(record: Episode) -> bool:
+    return _monitor_leaked(record) if record.protocol == "monitor" else _feedback_leaked(record)
 
 
-def _intervened(record: dict) -> bool:
-    if record["protocol"] == "monitor":
-        return record.get("intervention") is not None
-    return any(turn.get("source") == "teacher" for turn in record.get("feedback", []))
+def _intervened(record: Episode) -> bool:
+    if record.protocol == "monitor":
+        return record.intervention is not None
+    return any(turn.source == "teacher" for turn in record.feedback)
 
 
-FILTERS: dict[str, Callable[[dict], bool]] = {
+FILTERS: dict[str, Filter] = {
     # Interventions that turned a wrong student right (monitor) or feedback
     # episodes solved after the first attempt, without giving the answer away.
     "helpful_no_leak": lambda r: _helpful(r) and not _leaked(r),
@@ -64,8 +65,8 @@ FILTERS: dict[str, Callable[[dict], bool]] = {
 
 
 def select_records(
-    records: Iterable[dict], filter: str | Callable[[dict], bool] = "helpful_no_leak"
-) -> list[dict]:
+    records: Iterable[Episode | dict], filter: str | Filter = "helpful_no_leak"
+) -> list[Episode]:
     """Records that pass ``filter`` (a :data:`FILTERS` name or a predicate); failed episodes never do."""
     if isinstance(filter, str):
         try:
@@ -74,8 +75,8 @@ def select_records(
             raise ValueError(f"unknown filter {filter!r}; choose from {sorted(FILTERS)}") from None
     return [
         r
-        for r in records
-        if not r.get("error") and r["protocol"] in ("monitor", "feedback") and filter(r)
+        for r in as_episodes(records)
+        if not r.error and r.protocol in ("monitor", "feedback") and filter(r)
     ]
 
 
@@ -92,29 +93,31 @@ def _replay_student(texts: Sequence[str]) -> ScriptedBackend:
     return ScriptedBackend(respond, spec="replay")
 
 
-def _monitor_reply(step: dict) -> str:
-    if step["action"] == "intervene":
-        return f"Intervene: Yes\nTime: N/A\nIntervention: {step['message']}"
+def _monitor_reply(step: MonitorStep) -> str:
+    if step.action == "intervene":
+        return f"Intervene: Yes\nTime: N/A\nIntervention: {step.message}"
     return "Intervene: No\nTime: N/A\nIntervention: N/A"
 
 
-def _monitor_examples(record: dict, problem: Problem, cache_dir: str, decisions: str) -> list[dict]:
-    config = record["config"]
-    student = _replay_student([record["baseline"]["text"]])
+def _monitor_examples(
+    record: Episode, problem: Problem, cache_dir: str, decisions: str
+) -> list[dict]:
+    config = record.config
+    student = _replay_student([record.baseline.text])
     env = gym.make(
         f"intbench:{_env_id(problem.domain, 'monitor')}",
         student=student,
         problems=[problem],
-        condition=record.get("condition") or "standard",
+        condition=record.condition or "standard",
         increment=config.get("increment", 50),
         teacher_access=config.get("teacher_access", True),
         teacher_prompt=config.get("teacher_prompt", "paper"),
         cache_dir=cache_dir,
     ).unwrapped
-    outputs = record.get("metadata", {}).get("teacher_outputs") or []
-    _, info = env.reset(options={"problem_index": 0, "student_seed": record.get("seed") or 0})
+    outputs = record.metadata.get("teacher_outputs") or []
+    _, info = env.reset(options={"problem_index": 0, "student_seed": record.seed or 0})
     examples = []
-    steps = record["steps"]
+    steps = record.steps
     for index, step in enumerate(steps):
         reply = outputs[index] if index < len(outputs) else _monitor_reply(step)
         if decisions == "all" or index == len(steps) - 1:
@@ -125,9 +128,9 @@ def _monitor_examples(record: dict, problem: Problem, cache_dir: str, decisions:
     return examples
 
 
-def _feedback_examples(record: dict, problem: Problem, cache_dir: str) -> list[dict]:
-    config = record["config"]
-    student = _replay_student([attempt["text"] for attempt in record["attempts"]])
+def _feedback_examples(record: Episode, problem: Problem, cache_dir: str) -> list[dict]:
+    config = record.config
+    student = _replay_student([attempt.text for attempt in record.attempts])
     env = gym.make(
         f"intbench:{_env_id(problem.domain, 'feedback')}",
         student=student,
@@ -138,13 +141,13 @@ def _feedback_examples(record: dict, problem: Problem, cache_dir: str) -> list[d
         execution_context=config.get("execution_context", "feedback"),
         cache_dir=cache_dir,
     ).unwrapped
-    outputs = record.get("metadata", {}).get("teacher_outputs") or []
-    env.reset(options={"problem_index": 0, "student_seed": record.get("seed") or 0})
+    outputs = record.metadata.get("teacher_outputs") or []
+    env.reset(options={"problem_index": 0, "student_seed": record.seed or 0})
     _, _, _, _, info = env.step({"intervene": 0, "message": ""})
     examples = []
-    for turn, feedback in enumerate(record["feedback"]):
-        message = feedback.get("message")
-        if feedback.get("source") == "teacher" and message:
+    for turn, feedback in enumerate(record.feedback):
+        message = feedback.message
+        if feedback.source == "teacher" and message:
             reply = outputs[turn] if turn < len(outputs) else f"<feedback>{message}</feedback>"
             examples.append(_example(info["messages"], reply, record, turn))
         _, _, terminated, _, info = env.step(
@@ -162,20 +165,20 @@ def _env_id(domain: str, protocol: str) -> str:
     return env_id(domain, protocol)
 
 
-def _example(prompt: list[dict], reply: str, record: dict, decision: int) -> dict:
+def _example(prompt: list[dict], reply: str, record: Episode, decision: int) -> dict:
     return {
         "prompt": prompt,
         "completion": [{"role": "assistant", "content": reply}],
-        "episode_id": record["episode_id"],
-        "problem_id": record["problem_id"],
+        "episode_id": record.episode_id,
+        "problem_id": record.problem_id,
         "decision": decision,
     }
 
 
 def sft_examples(
-    records: Iterable[dict],
+    records: Iterable[Episode | dict],
     problems: Iterable[Problem | dict],
-    filter: str | Callable[[dict], bool] = "helpful_no_leak",
+    filter: str | Filter = "helpful_no_leak",
     decisions: str = "last",
 ) -> list[dict]:
     """Prompt/completion chat examples from the records ``filter`` selects.
@@ -194,11 +197,11 @@ def sft_examples(
     examples: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="intbench-sft-") as scratch:
         for number, record in enumerate(select_records(records, filter)):
-            problem = by_id.get(record["problem_id"])
+            problem = by_id.get(record.problem_id)
             if problem is None:
-                raise ValueError(f"no problem {record['problem_id']!r} among the given problems")
+                raise ValueError(f"no problem {record.problem_id!r} among the given problems")
             cache_dir = f"{scratch}/{number}"  # a fresh cache: the replay must not hit another record's text
-            if record["protocol"] == "monitor":
+            if record.protocol == "monitor":
                 examples += _monitor_examples(record, problem, cache_dir, decisions)
             else:
                 examples += _feedback_examples(record, problem, cache_dir)
@@ -207,17 +210,15 @@ def sft_examples(
 
 def sft_dataset(
     run_dirs: Sequence[str],
-    filter: str | Callable[[dict], bool] = "helpful_no_leak",
+    filter: str | Filter = "helpful_no_leak",
     decisions: str = "last",
 ) -> Any:
     """A ``datasets.Dataset`` (prompt/completion chat format) from ``intbench eval`` run directories."""
     from datasets import Dataset
 
-    from intbench.runner import load_run, run_problems
-
     examples: list[dict] = []
-    for run_dir in run_dirs:
-        examples += sft_examples(load_run(run_dir), run_problems(run_dir), filter, decisions)
+    for run_dir in map(RunDir, run_dirs):
+        examples += sft_examples(run_dir.episodes(), run_dir.problems(), filter, decisions)
     if not examples:
         raise ValueError(f"filter {filter!r} selected no teacher decisions in {list(run_dirs)}")
     return Dataset.from_list(examples)

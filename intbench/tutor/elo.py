@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intbench.records import Episode, as_episode, as_episodes
+
 
 @dataclass(frozen=True)
 class EloConfig:
@@ -186,41 +188,41 @@ class EloTable:
         }
 
 
-def solo_outcome(episode: Mapping) -> bool | None:
+def solo_outcome(episode: Episode | dict) -> bool | None:
     """Whether an episode is a solo solve and its outcome; ``None`` if it is not one.
 
     Solo solves are tutor episodes without ideation (condition ``"solo"``) and
     monitor baselines (the student's unassisted attempt).  Episodes with an
     error say nothing about skill and give ``None``.
     """
-    if episode.get("error"):
+    episode = as_episode(episode)
+    if episode.error:
         return None
-    if episode.get("protocol") == "tutor" and episode.get("condition") == "solo":
-        return episode.get("solved_at") is not None
-    if episode.get("protocol") == "monitor" and episode.get("baseline"):
-        verdict = episode["baseline"].get("verdict") or {}
-        if verdict.get("status") in ("correct", "incorrect"):
-            return verdict["status"] == "correct"
+    if episode.protocol == "tutor" and episode.condition == "solo":
+        return episode.solved_at is not None
+    if episode.protocol == "monitor" and episode.baseline:
+        if episode.baseline.status in ("correct", "incorrect"):
+            return episode.baseline.correct
     return None
 
 
 def ratings_from_episodes(
-    episodes: Iterable[Mapping], configs: Mapping[str, EloConfig] | None = None
+    episodes: Iterable[Episode | dict], configs: Mapping[str, EloConfig] | None = None
 ) -> dict[str, EloTable]:
     """Calibrate per-domain ratings by replaying the solo solves of ``episodes`` in order."""
     tables: dict[str, EloTable] = {}
-    for episode in episodes:
+    for episode in as_episodes(episodes):
         solved = solo_outcome(episode)
         if solved is None:
             continue
-        domain = episode["domain"]
+        domain = episode.domain
         table = tables.setdefault(domain, EloTable(config_for(domain, configs)))
-        metadata = (episode.get("metadata") or {}).get("problem") or {}
-        table.record(episode["student"], episode["problem_id"], solved, metadata)
+        metadata = episode.metadata.get("problem") or {}
+        table.record(episode.student, episode.problem_id, solved, metadata)
     return tables
 
 
-def transfer_report(episodes: Iterable[Mapping]) -> list[dict]:
+def transfer_report(episodes: Iterable[Episode | dict]) -> list[dict]:
     """Collaborative solve rate per (teacher, student) against the teacher's solo rate.
 
     Collaborative: tutor episodes with ideation (condition ``"ideation"``), by
@@ -232,19 +234,15 @@ def transfer_report(episodes: Iterable[Mapping]) -> list[dict]:
     """
     collab: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     solo: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for episode in episodes:
-        if episode.get("error"):
+    for episode in as_episodes(episodes):
+        if episode.error:
             continue
-        if (
-            episode.get("protocol") == "tutor"
-            and episode.get("condition") == "ideation"
-            and episode.get("teacher")
-        ):
-            key = (episode["teacher"], episode["student"])
-            collab[key][episode["problem_id"]].append(float(episode.get("solved_at") is not None))
+        if episode.protocol == "tutor" and episode.condition == "ideation" and episode.teacher:
+            key = (episode.teacher, episode.student)
+            collab[key][episode.problem_id].append(float(episode.solved_at is not None))
         solved = solo_outcome(episode)
         if solved is not None:
-            solo[episode["student"]][episode["problem_id"]].append(float(solved))
+            solo[episode.student][episode.problem_id].append(float(solved))
     rows = []
     for (teacher, student), by_task in sorted(collab.items()):
         common = sorted(set(by_task) & set(solo.get(teacher, {})))

@@ -1,0 +1,296 @@
+"""Run directories: the files a run writes, and the one way they are read and written.
+
+``DIR/episodes.jsonl``
+    one :class:`~intbench.records.Episode` per line, appended and fsynced per
+    episode.  A line cut short by a kill is dropped before the next append;
+    unreadable lines are skipped (and counted) by every reader.
+``DIR/config.json``
+    the run's configuration; a run with another one into ``DIR`` is refused.
+``DIR/problems.jsonl``
+    the run's problems, written once, so analyses never rebuild them.
+
+Every write to these files goes through :class:`RunDir` and :class:`EpisodeLog`,
+so a lock that serializes writers has one place to go.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from intbench.records import Episode, Problem
+
+logger = logging.getLogger(__name__)
+
+EPISODES_FILE = "episodes.jsonl"
+CONFIG_FILE = "config.json"
+PROBLEMS_FILE = "problems.jsonl"
+
+REQUIRED_FIELDS = ("protocol", "problem_id", "domain", "student")
+# nested fields with the JSON types a record may hold there
+SHAPES = {
+    "config": dict,
+    "baseline": (dict, type(None)),
+    "steps": list,
+    "intervention": (dict, type(None)),
+    "attempts": list,
+    "feedback": list,
+}
+MAX_REPORTED_LINE_NUMBERS = 5
+
+
+class ConfigMismatchError(RuntimeError):
+    """The output directory holds a run with another configuration."""
+
+
+def record_problem(record: object) -> str | None:
+    """Why a parsed line is not a usable episode record, or ``None`` if it is."""
+    if not isinstance(record, dict):
+        return f"not a JSON object but {type(record).__name__}"
+    missing = [k for k in REQUIRED_FIELDS if not record.get(k)]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    for name, kinds in SHAPES.items():
+        if name in record and not isinstance(record[name], kinds):
+            return f"{name} has type {type(record[name]).__name__}"
+    try:
+        Episode.from_dict(record)  # unknown fields, newer schema versions, nested parts
+    except (TypeError, ValueError, AttributeError) as exc:
+        return str(exc)
+    return None
+
+
+@dataclass
+class EpisodeFile:
+    """What reading one ``episodes.jsonl`` gave: its episodes in file order and the lines skipped."""
+
+    path: Path
+    episodes: list[Episode] = field(default_factory=list)
+    bad_lines: list[int] = field(default_factory=list)
+    first_reason: str = ""
+
+    @property
+    def skipped(self) -> int:
+        return len(self.bad_lines)
+
+
+def read_episode_file(path: Path) -> EpisodeFile:
+    """Parse every line of ``path``; unusable lines are skipped, counted and logged once."""
+    result = EpisodeFile(path)
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                reason = record_problem(record)
+            except json.JSONDecodeError as exc:
+                reason = f"invalid JSON ({exc.msg})"
+            if reason:
+                result.bad_lines.append(number)
+                result.first_reason = result.first_reason or reason
+                continue
+            result.episodes.append(Episode.from_dict(record))
+    if result.bad_lines:
+        shown = ", ".join(map(str, result.bad_lines[:MAX_REPORTED_LINE_NUMBERS]))
+        more = "" if result.skipped <= MAX_REPORTED_LINE_NUMBERS else ", ..."
+        logger.warning(
+            "%s: skipped %d malformed line(s) (line %s%s; first: %s)",
+            path,
+            result.skipped,
+            shown,
+            more,
+            result.first_reason,
+        )
+    return result
+
+
+def latest_by_run_key(episodes: Iterable[Episode]) -> dict[object, Episode]:
+    """The latest record of each ``metadata.run_key``, at the place of its first record.
+
+    A record without a run key (one written by hand) is kept on its own.
+    """
+    latest: dict[object, Episode] = {}
+    for index, episode in enumerate(episodes):
+        latest[episode.metadata.get("run_key", ("line", index))] = episode
+    return latest
+
+
+def _fsynced_write(handle, text: str) -> None:
+    handle.write(text)
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+class EpisodeLog:
+    """``episodes.jsonl`` opened for appending: the latest record per ``metadata.run_key``."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.records: dict[object, Episode] = {}
+        if path.exists():
+            self._repair_tail()
+            self.records = latest_by_run_key(read_episode_file(path).episodes)
+
+    def _repair_tail(self) -> None:
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            # A write cut short by a kill: drop the partial line before appending after it.
+            keep = data.rfind(b"\n") + 1
+            logger.warning("dropping a partial last line in %s", self.path)
+            with open(self.path, "r+b") as handle:
+                handle.truncate(keep)
+
+    def finished(self, key: str) -> bool:
+        record = self.records.get(key)
+        return record is not None and not record.error
+
+    def drop_failed(self) -> int:
+        """Rewrite the file without the failed episodes about to be retried."""
+        failed = [k for k, r in self.records.items() if r.error]
+        if not failed:
+            return 0
+        for key in failed:
+            del self.records[key]
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            _fsynced_write(handle, "".join(r.to_json() + "\n" for r in self.records.values()))
+        os.replace(tmp, self.path)
+        return len(failed)
+
+    def append(self, episode: Episode) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            _fsynced_write(handle, episode.to_json() + "\n")
+        self.records[episode.metadata["run_key"]] = episode
+
+
+class RunDir:
+    """One run directory: its file names, its config check, its problems and its episodes."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    @property
+    def episodes_path(self) -> Path:
+        return self.path / EPISODES_FILE
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def problems_path(self) -> Path:
+        return self.path / PROBLEMS_FILE
+
+    @classmethod
+    def below(cls, path: str | os.PathLike) -> list[RunDir]:
+        """The run directory ``path`` (or of its ``episodes.jsonl``), else every run below it."""
+        path = Path(path)
+        if path.is_file():
+            return [cls(path.parent)]
+        own = cls(path)
+        if own.has_episodes():
+            return [own]
+        return [cls(p.parent) for p in sorted(path.rglob(EPISODES_FILE))]
+
+    def has_episodes(self) -> bool:
+        return self.episodes_path.is_file()
+
+    # ------------------------------------------------------------ config
+    def prepare(self, config: dict) -> None:
+        """Create the directory and save ``config``, or check it matches the saved one.
+
+        Raises:
+            ConfigMismatchError: the directory holds a run with another configuration.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        if not self.config_path.exists():
+            text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+            self.config_path.write_text(text, encoding="utf-8")
+            return
+        saved = json.loads(self.config_path.read_text(encoding="utf-8"))
+        if saved != json.loads(json.dumps(config)):
+            diffs = [
+                f"{k}: {saved.get(k)!r} -> {config.get(k)!r}"
+                for k in sorted(set(saved) | set(config))
+                if saved.get(k) != config.get(k)
+            ]
+            raise ConfigMismatchError(
+                f"{self.path} holds a run with a different configuration ({'; '.join(diffs)}). "
+                "Use another --out directory, or delete this one to start over."
+            )
+
+    def config(self) -> dict | None:
+        """The saved configuration; ``None`` when there is none or it is unreadable."""
+        if not self.config_path.is_file():
+            return None
+        try:
+            return json.loads(self.config_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            logger.warning("%s: unreadable, ignored (%s)", self.config_path, exc)
+            return None
+
+    # ---------------------------------------------------------- problems
+    def save_problems(self, problems: Iterable[Problem]) -> None:
+        """Write the run's problems once (replaced into place, so never half-written)."""
+        if self.problems_path.exists():
+            return
+        tmp = self.problems_path.with_suffix(".jsonl.tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            for problem in problems:
+                handle.write(json.dumps(problem.to_dict(), ensure_ascii=False) + "\n")
+        os.replace(tmp, self.problems_path)
+
+    def problems(self) -> list[Problem]:
+        """The run's problems: saved ones, else rebuilt from the config with the run's loader call.
+
+        Raises:
+            FileNotFoundError: neither ``problems.jsonl`` nor ``config.json`` is there.
+        """
+        if self.problems_path.is_file():
+            lines = self.problems_path.read_text(encoding="utf-8").splitlines()
+            return [Problem.from_dict(json.loads(line)) for line in lines if line.strip()]
+        if not self.config_path.is_file():
+            raise FileNotFoundError(
+                f"{self.path} is not an intbench run directory "
+                f"(no {PROBLEMS_FILE} or {CONFIG_FILE})"
+            )
+        config = json.loads(self.config_path.read_text(encoding="utf-8"))
+        import gymnasium as gym
+
+        import intbench.envs  # noqa: F401  (registers the ids)
+        from intbench.envs.common import resolve_problems
+
+        options = config.get("env_options") or {}
+        domain = gym.spec(config["env_id"]).kwargs["domain"]
+        return resolve_problems(
+            domain,
+            options.get("problems"),
+            config.get("source", "offline"),
+            config.get("split"),
+            config.get("n"),
+            config.get("seed", 0),
+        )
+
+    # ---------------------------------------------------------- episodes
+    def read(self) -> EpisodeFile:
+        """Every readable record of ``episodes.jsonl`` in file order (nothing is written)."""
+        return read_episode_file(self.episodes_path)
+
+    def episodes(self) -> list[Episode]:
+        """The latest record of each episode (see :func:`latest_by_run_key`); none without a file."""
+        if not self.has_episodes():
+            return []
+        return list(latest_by_run_key(self.read().episodes).values())
+
+    def log(self) -> EpisodeLog:
+        """``episodes.jsonl`` opened for appending (creating the directory)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        return EpisodeLog(self.episodes_path)
