@@ -1,0 +1,45 @@
+"""The run directory: one reader for every consumer, repair only when appending."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from intbench.records import Episode
+from intbench.rundir import ConfigMismatchError, RunDir
+
+FIXTURE = Path(__file__).parent / "fixtures" / "episodes_v1" / "monitor"
+
+
+def test_reading_skips_a_partial_line_and_only_appending_repairs_it(tmp_path):
+    run = RunDir(tmp_path / "run")
+    shutil.copytree(FIXTURE, run.path)
+    whole = run.episodes_path.read_bytes()
+    run.episodes_path.write_bytes(whole + b'{"protocol": "moni')  # a write cut short by a kill
+    read = run.read()
+    assert len(read.episodes) == 4 and read.bad_lines == [5]
+    assert run.episodes_path.read_bytes().endswith(b'"moni')  # readers never write
+    log = run.log()
+    assert run.episodes_path.read_bytes() == whole and len(log.records) == 4
+    episode = Episode.from_dict({**log.records["0:0"].to_dict(), "error": "boom"})
+    log.append(episode)
+    assert [e.error for e in run.episodes()][0] == "boom"  # the latest record, at its place
+    assert log.drop_failed() == 1 and len(run.episodes()) == 3
+
+
+def test_config_is_saved_once_and_a_different_one_refused(tmp_path):
+    run = RunDir(tmp_path / "run")
+    run.prepare({"env_id": "IntBench-Math-v0", "n": 2})
+    run.prepare({"env_id": "IntBench-Math-v0", "n": 2})
+    assert run.config() == {"env_id": "IntBench-Math-v0", "n": 2}
+    with pytest.raises(ConfigMismatchError, match="n: 2 -> 3"):
+        run.prepare({"env_id": "IntBench-Math-v0", "n": 3})
+
+
+def test_runs_are_found_below_a_directory_and_problems_read_back():
+    runs = RunDir.below(FIXTURE.parent)
+    assert [r.path.name for r in runs] == ["feedback", "monitor", "tutor"]
+    assert RunDir.below(FIXTURE / "episodes.jsonl")[0].path == FIXTURE
+    assert [p.id for p in RunDir(FIXTURE).problems()][0] == "math/procedural/test/0/0"
