@@ -147,24 +147,24 @@ def reference_programs() -> dict:
 
 
 def hostile_programs() -> dict:
-    """Every hostile program of the test suite, graded: how many are not failed."""
+    """Every hostile program of the test suite, graded: which are not failed."""
     sys.path.insert(0, str(ROOT))
-    from tests.test_hostile_programs import hostile_cases
+    from intbench.envs.domains.codeforces import humaneval_problem, humaneval_problems
+    from tests import test_hostile_programs as suite
 
-    passed, isolation = [], set()
-    cases = hostile_cases()
-    for name, problem, response in cases:
-        verdict = _verify(problem, response)
-        isolation.add(str(verdict.details.get("isolation")))
-        if verdict.status == "correct":
-            passed.append(name)
-    return {"programs": len(cases), "passed": passed, "isolation": sorted(isolation)}
-
-
-def _verify(problem, response):
-    from intbench.verifiers import verify
-
-    return verify(problem, response)
+    problems = [humaneval_problem(humaneval_problems()[t]) for t in suite.FUNCTION_TASKS]
+    cases = [
+        (f"{name} on {problem.id}", problem, program.replace("ENTRY", problem.tests["entry_point"]))
+        for name, program in suite.FUNCTION_ATTACKS.items()
+        for problem in problems
+    ] + [(name, suite.BIG_SUM, program) for name, program in suite.STDIO_ATTACKS.items()]
+    verdicts = suite.verify_all([(problem, suite.fenced(code)) for _, problem, code in cases])
+    return {
+        "programs": len(suite.FUNCTION_ATTACKS) + len(suite.STDIO_ATTACKS),
+        "gradings": len(cases),
+        "passed": [name for (name, _, _), v in zip(cases, verdicts, strict=True) if v.correct],
+        "isolation": sorted({str(v.details.get("isolation")) for v in verdicts}),
+    }
 
 
 # ------------------------------------------------------------------ report
@@ -175,6 +175,8 @@ def _median(runs: list[dict], key: str) -> float:
 
 
 def render(agreement: dict, references: dict, hostile: dict, speed: dict, args) -> str:
+    from math_agreement import to_markdown
+
     lines = [
         "# Grader agreement, reference and hostile programs, throughput",
         "",
@@ -184,7 +186,7 @@ def render(agreement: dict, references: dict, hostile: dict, speed: dict, args) 
         "",
         "## Math: IntBench vs math-verify on the labelled pairs",
         "",
-        agreement["markdown"],
+        to_markdown(agreement),
         "",
         "## Code",
         "",
@@ -196,7 +198,8 @@ def render(agreement: dict, references: dict, hostile: dict, speed: dict, args) 
             f"| {domain}: reference program passes | {row['problems']} | {len(row['failed'])} |"
         )
     lines.append(
-        f"| hostile programs fail | {hostile['programs']} | {len(hostile['passed'])} |"
+        f"| hostile programs fail ({hostile['programs']} programs, {hostile['gradings']} "
+        f"gradings) | {hostile['gradings']} | {len(hostile['passed'])} |"
     )
     lines += ["", f"Isolation level used: {', '.join(hostile['isolation'])}."]
     if references_failed := [i for row in references.values() for i in row["failed"]]:
@@ -205,7 +208,11 @@ def render(agreement: dict, references: dict, hostile: dict, speed: dict, args) 
         lines.append(f"Hostile programs graded correct: {', '.join(hostile['passed'])}.")
     lines += ["", "## Throughput (median of the runs; higher answers/s is better)", ""]
     versions = [v for v in ("before", "after") if v in speed]
-    lines.append("| measure | " + " | ".join(versions) + (" | after / before |" if len(versions) == 2 else " |"))
+    lines.append(
+        "| measure | "
+        + " | ".join(versions)
+        + (" | after / before |" if len(versions) == 2 else " |")
+    )
     lines.append("|---|" + "---|" * (len(versions) + (len(versions) == 2)))
     measures = [
         ("math answers/s", "math_answers_per_s"),

@@ -60,6 +60,7 @@ import json
 import logging
 import os
 import random
+import select
 import selectors
 import shutil
 import signal
@@ -648,27 +649,47 @@ def _acquire_uid() -> tuple[int, int]:
         except BlockingIOError:
             os.close(fd)
             continue
-        if _kill_uid(uid):  # a crashed earlier owner left processes we cannot kill
+        # Only an owner that died mid-run can have left processes behind: a clean
+        # release marks the lock file, so the /proc scan is needed only without it.
+        released_clean = os.pread(fd, len(_RELEASED_CLEAN), 0) == _RELEASED_CLEAN
+        os.pwrite(fd, b"in use", 0)
+        os.ftruncate(fd, len(b"in use"))
+        if not released_clean and _kill_uid(uid):  # survivors we cannot kill: skip this uid
             os.close(fd)
             continue
         return uid, fd
     raise SandboxError("too many concurrent sandboxes: uid pool exhausted")
 
 
+_RELEASED_CLEAN = b"released clean"
+
+
+def _release_uid(uid: int, lock_fd: int) -> None:
+    """Give the uid back once no process of it is left; otherwise keep it reserved."""
+    survivors = _kill_uid(uid)
+    if survivors:  # never hand a uid with live processes to another run
+        logger.error("sandbox uid %d keeps processes %s alive", uid, survivors)
+        return
+    os.pwrite(lock_fd, _RELEASED_CLEAN, 0)
+    os.ftruncate(lock_fd, len(_RELEASED_CLEAN))
+    os.close(lock_fd)
+
+
 def _pids_of_uid(uid: int) -> list[int]:
     """Processes whose real uid is ``uid`` (read from /proc)."""
     pids = []
+    wanted = f"\nUid:\t{uid}\t".encode()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as fh:
-                fields = dict(line.split(":", 1) for line in fh if ":" in line)
-            # Zombies are already dead; they only wait for their parent to reap them.
-            if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
-                pids.append(int(entry))
-        except (OSError, ValueError, IndexError, KeyError):
+            with open(f"/proc/{entry}/status", "rb") as fh:
+                status = fh.read()
+        except OSError:
             continue
+        # Zombies are already dead; they only wait for their parent to reap them.
+        if wanted in status and b"\nState:\tZ" not in status:
+            pids.append(int(entry))
     return pids
 
 
@@ -685,6 +706,19 @@ def _kill_uid(uid: int, timeout_s: float = 2.0) -> list[int]:
             except ProcessLookupError:
                 pass
         time.sleep(0.01)
+
+
+def _wait_for_exit(pid: int, timeout_s: float) -> None:
+    """Block until ``pid`` exits or ``timeout_s`` passes, without reaping it.
+
+    A pidfd wakes us the moment the process ends, where ``Popen.wait(timeout)``
+    would poll with growing sleeps.
+    """
+    pidfd = os.pidfd_open(pid)
+    try:
+        select.select([pidfd], [], [], timeout_s)
+    finally:
+        os.close(pidfd)
 
 
 # ---------------------------------------------------------------- session
@@ -768,8 +802,8 @@ class _Session:
             # and everything in it; the group kill covers the other cases.
             try:
                 self.proc.stdin.close()
-                self.proc.wait(timeout=0.5)
-            except (OSError, subprocess.TimeoutExpired):
+                _wait_for_exit(self.proc.pid, timeout_s=0.5)
+            except OSError:
                 pass
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -779,11 +813,7 @@ class _Session:
             self.proc.stdout.close()
             self.proc.stderr.close()
         if self.uid_lock is not None:
-            survivors = _kill_uid(self.uid)
-            if survivors:  # keep the uid reserved: never hand it to another run
-                logger.error("sandbox uid %d keeps processes %s alive", self.uid, survivors)
-            else:
-                os.close(self.uid_lock)
+            _release_uid(self.uid, self.uid_lock)
         if self.cgroup is not None:
             _remove_run_cgroup(self.cgroup)
         if self.workdir:
