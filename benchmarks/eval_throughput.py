@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 
-from intbench.envs.common import shared_backend
+from intbench.agents.backends import shared_backend
 from intbench.runner import RunConfig, run_eval
 
 

@@ -196,6 +196,6 @@ def make_teacher(
     """A teacher from its spec: a policy name or any model spec (``hf:``, ``openai:``, ...)."""
     if is_policy_spec(spec):
         return PolicyTeacher(spec, protocol, condition)
-    from intbench.envs.common import shared_backend
+    from intbench.agents.backends import shared_backend
 
     return ModelTeacher(shared_backend(spec), protocol, condition, sampling)

@@ -307,7 +307,7 @@ def test_hf_rejects_bad_options(tiny_model_dir):
 
 
 def test_missing_embedded_package_tells_how_to_install(monkeypatch):
-    from intbench.agents import embedded
+    from intbench.agents.backends import embedded
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -338,7 +338,7 @@ def test_smollm2_llamacpp_generates():
 
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama_cpp")
 def test_llamacpp_logprobs_need_the_option():
-    from intbench.agents.embedded import embedded_gguf_path
+    from intbench.agents.backends.embedded import embedded_gguf_path
 
     with load_backend(f"llamacpp:{embedded_gguf_path()}?n_ctx=512") as backend:
         with pytest.raises(ValueError, match="logprobs=True"):
@@ -360,7 +360,7 @@ def test_smollm2_transformers_runtime_generates():
 def test_embedded_plain_copy_is_trainable_and_loads_as_hf(tmp_path):
     import torch
 
-    from intbench.agents.embedded import save_embedded_copy
+    from intbench.agents.backends.embedded import save_embedded_copy
 
     directory = save_embedded_copy(tmp_path / "smollm2")
     backend = load_backend(f"hf:{directory}?dtype=float32")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from intbench.agents.base import ChatBackend, Conversation, SamplingParams
 from intbench.cache import JsonCache, stable_hash
-from intbench.envs.common import backend_name, shared_backend
+from intbench.agents.backends import backend_name, shared_backend
 
 logger = logging.getLogger(__name__)
 

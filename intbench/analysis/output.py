@@ -43,32 +43,3 @@ def write_table(directory: Path, table: Table) -> list[Path]:
     paths[0].write_text(table.to_markdown(), encoding="utf-8")
     paths[1].write_text(table.to_csv(), encoding="utf-8")
     return paths
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut short by an interrupted write
-    return rows
-
-
-def saved_analysis_tables(run_dirs: Iterable[Path], samples: int) -> list[Table]:
-    """Tables of the analyses already saved under ``<run>/analysis/``, for the report."""
-    from intbench.analysis.categorize import category_table, load_taxonomy
-    from intbench.analysis.leakage_audit import leakage_summary, leakage_table
-
-    tables = []
-    for run in map(Path, run_dirs):
-        folder = run / "analysis"
-        if (folder / "leakage.jsonl").exists():
-            tables.append(
-                leakage_table(leakage_summary(read_jsonl(folder / "leakage.jsonl"), samples))
-            )
-        if (folder / "categorized.jsonl").exists() and (folder / "categories.json").exists():
-            taxonomy = load_taxonomy(folder / "categories.json")
-            tables.append(category_table(read_jsonl(folder / "categorized.jsonl"), taxonomy))
-    return tables

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from intbench.agents.backends.loading import backend_name, shared_backend
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.cache import JsonCache, stable_hash
 from intbench.envs import flows
@@ -19,37 +18,6 @@ from intbench.records import Attempt, Problem, Verdict
 from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
-
-_BACKENDS: dict[str, ChatBackend] = {}
-_BACKENDS_LOCK = threading.Lock()
-
-
-def shared_backend(model: str | ChatBackend) -> ChatBackend:
-    """Load a model once per process, so many envs (a vector env) share its weights."""
-    if not isinstance(model, str):
-        return model
-    with _BACKENDS_LOCK:
-        if model not in _BACKENDS:
-            from intbench.agents.backends import load_backend
-
-            _BACKENDS[model] = load_backend(model)
-        return _BACKENDS[model]
-
-
-@atexit.register
-def _close_shared_backends() -> None:
-    # Free native models (llama.cpp) before interpreter teardown, when their
-    # finalisers can no longer run cleanly.
-    with _BACKENDS_LOCK:
-        for backend in _BACKENDS.values():
-            close = getattr(backend, "close", None)
-            if close is not None:
-                close()
-        _BACKENDS.clear()
-
-
-def backend_name(model: str | ChatBackend) -> str:
-    return model if isinstance(model, str) else getattr(model, "spec", type(model).__name__)
 
 
 def resolve_problems(

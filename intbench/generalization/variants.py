@@ -34,7 +34,7 @@ from typing import Any
 
 from intbench.agents.base import ChatBackend, SamplingParams
 from intbench.cache import JsonCache, stable_hash
-from intbench.envs.common import backend_name, shared_backend
+from intbench.agents.backends import backend_name, shared_backend
 from intbench.envs.domains.prompting import render_messages
 from intbench.generalization.parsing import (
     Candidate,

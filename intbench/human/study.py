@@ -22,7 +22,7 @@ import gymnasium as gym
 import intbench.envs  # noqa: F401  (registers the env ids that gym.spec looks up)
 from intbench.agents.base import ChatBackend, Completion
 from intbench.envs import flows
-from intbench.envs.common import backend_name
+from intbench.agents.backends import backend_name
 from intbench.records import Episode, Problem
 
 logger = logging.getLogger(__name__)

@@ -152,7 +152,7 @@ def generate_report(
     )
     out.mkdir(parents=True, exist_ok=True)
     data = summarize(runs.episodes, samples=samples)
-    from intbench.analysis.output import saved_analysis_tables
+    from intbench.analysis.saved_tables import saved_analysis_tables
 
     data.tables.extend(
         saved_analysis_tables([dirs] if isinstance(dirs, (str, Path)) else dirs, samples)

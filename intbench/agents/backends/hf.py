@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from intbench.agents.backends import BackendError, BaseBackend, cut_at_stop
+from intbench.agents.backends.base import BackendError, BaseBackend, cut_at_stop
 from intbench.agents.base import Completion, Conversation, SamplingParams
 
 DTYPES = {

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from intbench.agents.backends import BackendError, BaseBackend
+from intbench.agents.backends.base import BackendError, BaseBackend
 from intbench.agents.base import Completion, Conversation, SamplingParams
 
 INSTALL_HINT = "pip install llama-cpp-python (or pip install 'intbench[llamacpp]')"

@@ -28,7 +28,7 @@ from typing import Any
 
 import openai
 
-from intbench.agents.backends import BackendError, BaseBackend
+from intbench.agents.backends.base import BackendError, BaseBackend
 from intbench.agents.base import Completion, Conversation, SamplingParams
 
 RETRY_STATUSES = frozenset({408, 409, 429})

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from intbench.agents.backends import BackendError, BaseBackend, cut_at_stop
+from intbench.agents.backends.base import BackendError, BaseBackend, cut_at_stop
 from intbench.agents.base import Completion, Conversation, SamplingParams
 
 Responder = Callable[..., "str | Completion"]
