@@ -11,6 +11,7 @@ from intbench.verifiers.judge import (
     JUDGE_TEMPLATE,
     JudgeVerifier,
     fill_template,
+    format_reference,
     parse_judge_output,
     quote_answer,
     verify_with_fallback,
@@ -292,3 +293,18 @@ def test_fallback_accepts_the_reference_with_filler(response):
 
 def test_fallback_agreeing_marks_are_accepted():
     assert verify_with_fallback(RIDDLE, "Answer: a piano\n\\boxed{piano}").correct
+
+
+def test_default_prompt_is_the_domains_judge_template():
+    from intbench.envs.domains.prompting import render
+
+    judge = Scripted("Verdict: Correct")
+    JudgeVerifier(judge)(RIDDLE, "Answer: piano")
+    expected = render(
+        RIDDLE.domain,
+        "judge",
+        question=RIDDLE.question,
+        reference=format_reference(RIDDLE),
+        response="<student_answer>piano</student_answer>",
+    )
+    assert judge.calls == [[{"role": "user", "content": expected}]]
