@@ -58,6 +58,7 @@ import fcntl
 import functools
 import json
 import logging
+import marshal
 import os
 import random
 import select
@@ -95,6 +96,28 @@ def _sibling_source(name: str) -> str:
 
 # The seccomp filter's definitions come first so the runner can install it.
 _RUNNER_SOURCE = _sibling_source("_sandbox_seccomp.py") + _sibling_source("_sandbox_runner.py")
+# The runner arrives compiled: a short bootstrap reads its marshalled code from
+# stdin, so no run pays for compiling the runner again.  The sandbox runs the
+# base interpreter of this one, so the marshal format is the same.
+_BOOTSTRAP = """
+import marshal, os
+def _take(size):
+    data = b""
+    while len(data) < size:
+        chunk = os.read(0, size - len(data))
+        if not chunk:
+            raise SystemExit(3)
+        data += chunk
+    return data
+exec(marshal.loads(_take(int.from_bytes(_take(4), "big"))))
+"""
+
+
+@functools.cache
+def _runner_code(source: str) -> bytes:
+    """``source`` compiled and marshalled, as the bootstrap expects it (length-prefixed)."""
+    code = marshal.dumps(compile(source, "<sandbox runner>", "exec"))
+    return _HEADER.pack(len(code)) + code
 _MOUNTS_SOURCE = _sibling_source("_sandbox_mounts.py")
 ALLOW_WEAK_ENV = "INTBENCH_SANDBOX_ALLOW_WEAK"
 _SHM_BYTES = 16 * 1024 * 1024  # the sandbox's private /dev/shm
@@ -349,7 +372,7 @@ def _base_interpreter() -> tuple[str, str]:
 def _runner_argv(uid: int, prelude: str = "") -> list[str]:
     executable, _ = _base_interpreter()
     # -I: ignore env vars and user site; -S: no site-packages; -B: write no .pyc.
-    return [executable, "-I", "-S", "-B", "-c", prelude + _RUNNER_SOURCE, str(uid)]
+    return [executable, "-I", "-S", "-B", "-c", prelude + _BOOTSTRAP, str(uid)]
 
 
 @functools.cache
@@ -862,6 +885,7 @@ class _Session:
         # The session may have tightened the limits (e.g. processes, to bound total memory).
         runner_config["limits"] = dataclasses.asdict(self.limits)
         runner_config["scratch_dirs"] = [] if self.level == "rlimits" else _PRIVATE_SCRATCH_DIRS
+        self._write(_runner_code(_RUNNER_SOURCE), deadline)
         self._send(runner_config, deadline)
         greeting = self._receive(deadline)
         if "error" in greeting:
@@ -892,7 +916,10 @@ class _Session:
 
     def _send(self, message: dict, deadline: float) -> None:
         data = json.dumps(message).encode()
-        view = memoryview(_HEADER.pack(len(data)) + data)
+        self._write(_HEADER.pack(len(data)) + data, deadline)
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
         fd = self.proc.stdin.fileno()
         try:  # a frame usually fits the pipe at once: no selector needed
             view = view[os.write(fd, view) :]
