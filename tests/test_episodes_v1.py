@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from intbench.metrics import acc_at_k, feedback_summary, monitor_summary
+from intbench.metrics import acc_at_k, feedback_summary, monitor_summary, summarize
 from intbench.records import Attempt, Episode, Intervention, MonitorStep, TutorStep
-from intbench.report.tables import summarize
 from intbench.runner import load_run
 from intbench.tutor.elo import ratings_from_episodes
 
@@ -115,7 +114,7 @@ def test_tutor_solve_rates_and_ratings_are_unchanged():
 def test_report_tables_are_unchanged():
     episodes = [e for run in RUNS for e in load_run(FIXTURE / run)]
     data = summarize(episodes, samples=SAMPLES)
-    assert data.other_protocols == {"tutor": 4}
+    assert data.other_protocols == {}
     rows = {table.name: table.to_markdown().splitlines()[-1] for table in data.tables}
     student = "scripted:tests.scripted_students:fixture_student"
     assert rows == {
@@ -127,4 +126,7 @@ def test_report_tables_are_unchanged():
         "| teacher | 10 | 0.500 [0.000, 1.000] | 0.750 [0.500, 1.000] | 0.250 [0.000, 0.500] "
         "| 0.500 [0.000, 1.000] | 0.725 [0.450, 1.000] | 0.250 [0.000, 0.500] "
         "| 0.000 [0.000, 0.000] | 4 | 4 | 0 |",
+        "tutor": f"| math | {student} | scripted:tests.scripted_students:fixture_teacher "
+        "| ideation | 1.000 [1.000, 1.000] | n/a | n/a | 0.000 [0.000, 0.000] "
+        "| 0.000 [0.000, 0.000] | 4 | 4 | 0 | 12 | 0 |",
     }

@@ -15,17 +15,21 @@ import pytest
 
 from intbench.commands.report import add_parser
 from intbench.metrics import (
+    FeedbackKey,
+    MonitorKey,
     acc_at_k,
     feedback_summary,
     fixed_effects,
+    monitor_key,
     monitor_summary,
     solver_vs_teacher,
     split_errors,
+    summarize,
+    teacher_label,
 )
 from intbench.records import Episode
 from intbench.report import ReportError, generate_report, load_episodes, read_runs, record_problem
 from intbench.report.html import TRACE_LIMIT, browser_record, script_json, trace_segments
-from intbench.report.tables import FeedbackKey, MonitorKey, monitor_key, teacher_label
 from tests.report_records import K_MAX, feedback_records, monitor_records, write_run
 
 SAMPLES = 100  # bootstrap resamples: enough to compare CIs exactly, cheap enough to be fast
@@ -395,8 +399,6 @@ def test_two_thousand_episodes_make_a_reasonable_page(records, tmp_path):
 
 
 def test_feedback_k_max_falls_back_to_attempts_seen(records):
-    from intbench.report.tables import summarize
-
     bare = [
         copy.deepcopy(e)
         for e in records["feedback"]

@@ -48,8 +48,8 @@ from intbench.analysis.messages import (
 from intbench.analysis.output import jsonable, write_jsonl, write_table
 from intbench.cache import JsonCache
 from intbench.envs.domains.prompting import render_messages
+from intbench.metrics import Table
 from intbench.records import Problem
-from intbench.report.tables import Table
 from intbench.rundir import RunDir
 
 CLUSTER_SAMPLING = SamplingParams(temperature=0.0, max_tokens=1024)

@@ -36,9 +36,8 @@ from intbench.analysis.messages import (
 from intbench.analysis.output import jsonable, write_jsonl, write_table
 from intbench.cache import JsonCache
 from intbench.envs.domains.prompting import render_messages
-from intbench.metrics import BOOTSTRAP_SAMPLES, bootstrap, by_problem
+from intbench.metrics import BOOTSTRAP_SAMPLES, Table, bootstrap, by_problem
 from intbench.records import Problem
-from intbench.report.tables import Table
 from intbench.rundir import RunDir
 
 LEAK_LEVELS = ("none", "partial", "full")

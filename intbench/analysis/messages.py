@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from intbench.metrics import teacher_label
 from intbench.records import Episode, Problem, as_episode
-from intbench.report.tables import teacher_label
 from intbench.rundir import RunDir
 
 SELF_FEEDBACK = "self-feedback"

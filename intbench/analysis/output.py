@@ -9,8 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from intbench.metrics import Estimate
-from intbench.report.tables import Table
+from intbench.metrics import Estimate, Table
 
 
 def jsonable(value: Any) -> Any:

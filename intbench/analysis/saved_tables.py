@@ -8,7 +8,7 @@ from pathlib import Path
 
 from intbench.analysis.categorize import category_table, load_taxonomy
 from intbench.analysis.leakage_audit import leakage_summary, leakage_table
-from intbench.report.tables import Table
+from intbench.metrics import Table
 
 
 def read_jsonl(path: Path) -> list[dict]:

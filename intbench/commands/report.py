@@ -50,28 +50,8 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _line(cells: list[str], widths: list[int]) -> str:
-    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-
-def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return [_line(header, widths), *(_line(r, widths) for r in rows)]
-
-
-def _value(estimate: Any) -> str:
-    value = estimate.value
-    return "n/a" if value != value else f"{value:.2f}"  # NaN is the only value unequal to itself
-
-
-def _clipped(rows: list[list[str]], name: str) -> list[list[str]]:
-    if len(rows) <= SUMMARY_ROWS:
-        return rows
-    return [*rows[:SUMMARY_ROWS], [f"... {len(rows) - SUMMARY_ROWS} more rows in tables/{name}.md"]]
-
-
 def summary_text(output: Any) -> str:
-    """The terminal summary of a :class:`intbench.report.ReportOutput`."""
+    """The terminal summary of a :class:`intbench.report.ReportOutput`: each table's headline."""
     runs, data = output.runs, output.data
     lines = [f"{len(runs.episodes)} episodes from {len(runs.sources)} file(s)"]
     if runs.skipped:
@@ -80,56 +60,9 @@ def summary_text(output: Any) -> str:
         lines.append(f"{runs.replaced} earlier record(s) replaced by a retry of the same episode")
     for protocol, count in sorted(data.other_protocols.items()):
         lines.append(f"{count} {protocol} episode(s) are shown in the browser only")
-    if data.monitor:
-        rows = [
-            [
-                k.domain,
-                k.teacher,
-                k.condition,
-                k.post,
-                _value(s["phi"]),
-                _value(s["tau_rel"]),
-                _value(s["H"]),
-                str(s["n_episodes"]),
-                str(s["n_errors"]),
-            ]
-            for k, s in data.monitor.items()
-        ]
-        lines += ["", "monitor"]
-        lines += _grid(
-            ["domain", "teacher", "condition", "post", "φ", "τ_rel", "H", "n", "errors"],
-            _pad(_clipped(rows, "monitor"), 9),
-        )
-    if data.feedback:
-        rows = [
-            [
-                k.domain,
-                k.student,
-                k.teacher,
-                k.mode,
-                _value(s["acc@1"]),
-                _value(s[f"acc@{k.k_max}"]),
-                str(k.k_max),
-                _value(s["auc"]),
-                str(s["n_episodes"]),
-                str(s["n_errors"]),
-            ]
-            for k, s in data.feedback.items()
-        ]
-        lines += ["", "feedback"]
-        header = [
-            "domain",
-            "student",
-            "teacher",
-            "mode",
-            "acc@1",
-            "acc@K",
-            "K",
-            "AUC",
-            "n",
-            "errors",
-        ]
-        lines += _grid(header, _pad(_clipped(rows, "feedback"), 10))
+    for table in data.tables:
+        if table.headline:
+            lines += ["", table.headline_text(SUMMARY_ROWS)]
     lines.append("")
     if output.figures_skipped:
         lines.append(f"figures skipped: {output.figures_skipped}")
@@ -140,7 +73,3 @@ def summary_text(output: Any) -> str:
     lines.append(f"{len(output.table_files) // 2} table(s) in {output.html_path.parent / 'tables'}")
     lines.append(f"report: {output.html_path}")
     return "\n".join(lines)
-
-
-def _pad(rows: list[list[str]], width: int) -> list[list[str]]:
-    return [r + [""] * (width - len(r)) for r in rows]

@@ -40,6 +40,7 @@ from intbench.envs import flows
 from intbench.envs.common import backend_name, cached_student_call, sampling_from, shared_backend
 from intbench.envs.domains.prompting import render_messages
 from intbench.generalization.variant_set import variants_by_original
+from intbench.metrics.generalization import CONTEXTS, PROTOCOL
 from intbench.records import (
     Attempt,
     Episode,
@@ -54,10 +55,6 @@ from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
 
-CONTEXTS = ("no_context", "problem_context", "intervention_context")
-"""The context conditions, in the order reports show them."""
-
-PROTOCOL = "generalization"
 STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}  # as the monitor env
 BATCH_SIZE = 16  # records whose student calls go out together
 

@@ -14,18 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from intbench.metrics import Estimate
+from intbench.metrics import Estimate, FeedbackKey, Matrix, MonitorKey, Summary, monitor_key
+from intbench.metrics.groups import HUMAN
+from intbench.metrics.matrix import MATRIX_METRICS
+from intbench.metrics.table import slug
 from intbench.records import Episode
-from intbench.report.tables import (
-    HUMAN,
-    MATRIX_METRICS,
-    FeedbackKey,
-    Matrix,
-    MonitorKey,
-    ReportData,
-    monitor_key,
-    slug,
-)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -46,7 +39,7 @@ class FigureFile:
 
 
 def render_all(
-    data: ReportData, episodes: Sequence[Episode], out_dir: Path
+    data: Summary, episodes: Sequence[Episode], out_dir: Path
 ) -> tuple[list[FigureFile], str | None]:
     """Draw every figure the data supports into ``out_dir``.
 

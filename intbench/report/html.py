@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from intbench.metrics import Estimate
+from intbench.metrics import Estimate, Summary, Table, format_cell, monitor_key, teacher_label
 from intbench.records import Attempt, Episode
-from intbench.report.tables import ReportData, Table, format_cell, monitor_key, teacher_label
 
 if TYPE_CHECKING:
-    from intbench.report import LoadedRuns
     from intbench.report.figures import FigureFile
+    from intbench.report.runs import LoadedRuns
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 TRACE_LIMIT = 6_000  # characters of a baseline trace kept in the browser data
@@ -218,7 +217,7 @@ def _figure_uri(path: Path) -> str:
 
 
 def render_html(
-    runs: LoadedRuns, data: ReportData, figures: Sequence[FigureFile], figures_skipped: str | None
+    runs: LoadedRuns, data: Summary, figures: Sequence[FigureFile], figures_skipped: str | None
 ) -> str:
     """The report page as a string."""
     environment = jinja2.Environment(
@@ -266,7 +265,7 @@ def _json_safe(value: Any) -> Any:
 def write_html(
     path: Path,
     runs: LoadedRuns,
-    data: ReportData,
+    data: Summary,
     figures: Sequence[FigureFile],
     figures_skipped: str | None,
 ) -> Path:

@@ -1,6 +1,8 @@
 """The tutor protocol's parts outside the env: the ideation checker, Elo skill
-calibration with task selection and transfer rates, and Bradley–Terry win rates."""
+calibration with task selection, and Bradley–Terry win rates.  Its metrics (solve
+rates, withheld messages, transfer) are in :mod:`intbench.metrics.tutor`."""
 
+from intbench.metrics.tutor import solo_outcome, transfer_report
 from intbench.tutor.bradley_terry import (
     BradleyTerry,
     fit_bradley_terry,
@@ -15,8 +17,6 @@ from intbench.tutor.elo import (
     elo_update,
     expected_score,
     ratings_from_episodes,
-    solo_outcome,
-    transfer_report,
 )
 
 __all__ = [

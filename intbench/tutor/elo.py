@@ -15,83 +15,47 @@ them up to ``1 + S`` times as far as plain Elo, an expected one barely more
 than plain Elo; ``S = 0`` is plain Elo.  This is the documented reading of
 KITE's "surprise-conditioned" update (the paper's exact constants were not
 available here); ``K``, ``S``, the bounds and the selection band are per
-domain (:data:`DOMAIN_ELO`).
+domain (its ``Domain.elo``; :data:`DOMAIN_ELO` lists those set).
 
 Task selection, as in KITE's calibration, draws a task from a band of
 ratings just *above* the student's (``band`` offsets), so that it is hard
 enough for ideation to matter.  Transfer is reported as the collaborative
 solve rate (student after ideation with a teacher) against the teacher
-model's own solo solve rate on the same tasks (:func:`transfer_report`).
+model's own solo solve rate on the same tasks
+(:func:`intbench.metrics.tutor.transfer_report`).
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from intbench.records import Episode, as_episode, as_episodes
+from intbench.metrics.tutor import solo_outcome
+from intbench.envs.domains import registry
+from intbench.envs.domains.registry import EloConfig
+from intbench.records import Episode, as_episodes
 
 
-@dataclass(frozen=True)
-class EloConfig:
-    """One domain's rating constants.
-
-    Attributes:
-        k: base step size (rating points for a 0-vs-1 surprise of 1, S = 0).
-        surprise: ``S``, the extra weight of unlikely outcomes (0 = plain Elo).
-        initial: rating of a new student, and of a task without a known rating.
-        lower, upper: rating bounds for students and tasks.
-        scale: rating difference at which the odds are 10:1.
-        band: task selection offsets ``(low, high)`` above the student's rating.
-        level_step: rating points per difficulty level when a task's metadata
-            has a 1-5 ``level``/``difficulty`` (MATH-style) instead of a rating;
-            level 3 maps to ``initial``.
-    """
-
-    k: float = 32.0
-    surprise: float = 1.0
-    initial: float = 1500.0
-    lower: float = 0.0
-    upper: float = 3000.0
-    scale: float = 400.0
-    band: tuple[float, float] = (0.0, 200.0)
-    level_step: float = 200.0
-
-    def __post_init__(self) -> None:
-        if self.k <= 0 or self.scale <= 0:
-            raise ValueError(f"k and scale must be positive, got k={self.k}, scale={self.scale}")
-        if self.surprise < 0:
-            raise ValueError(f"surprise (S) must be >= 0, got {self.surprise}")
-        if not self.lower < self.upper:
-            raise ValueError(f"lower must be below upper, got {self.lower} >= {self.upper}")
-        if not self.lower <= self.initial <= self.upper:
-            raise ValueError(
-                f"initial {self.initial} outside the bounds [{self.lower}, {self.upper}]"
-            )
-        if len(self.band) != 2 or self.band[0] > self.band[1]:
-            raise ValueError(f"band must be (low, high) with low <= high, got {self.band}")
-
-
-# Codeforces problems carry ratings 800-3500, so the scale follows them; the
-# other domains use one generic scale with MATH-style levels spread around 1500.
-DOMAIN_ELO: dict[str, EloConfig] = {
-    "codeforces": EloConfig(
-        k=40.0, surprise=1.0, initial=1200.0, lower=800.0, upper=3500.0, band=(100.0, 300.0)
-    ),
-    "math": EloConfig(
-        k=32.0, surprise=1.0, initial=1500.0, lower=500.0, upper=2500.0, band=(50.0, 250.0)
-    ),
-}
 DEFAULT_ELO = EloConfig()
+"""The constants of a domain that sets none (one generic scale, MATH-style levels around 1500)."""
+
+
+def __getattr__(name: str):
+    # DOMAIN_ELO follows the registry, which third-party domains join after import.
+    if name == "DOMAIN_ELO":
+        return {domain.name: domain.elo for domain in registry.domains() if domain.elo}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def config_for(domain: str, configs: Mapping[str, EloConfig] | None = None) -> EloConfig:
-    """The constants of ``domain``: from ``configs``, else :data:`DOMAIN_ELO`, else the default."""
-    return (configs or {}).get(domain) or DOMAIN_ELO.get(domain, DEFAULT_ELO)
+    """The constants of ``domain``: from ``configs``, else its ``Domain.elo``, else the default.
+
+    Raises:
+        DataSourceError: ``domain`` is not registered.
+    """
+    return (configs or {}).get(domain) or registry.get_domain(domain).elo or DEFAULT_ELO
 
 
 def expected_score(student: float, task: float, scale: float = 400.0) -> float:
@@ -188,24 +152,6 @@ class EloTable:
         }
 
 
-def solo_outcome(episode: Episode | dict) -> bool | None:
-    """Whether an episode is a solo solve and its outcome; ``None`` if it is not one.
-
-    Solo solves are tutor episodes without ideation (condition ``"solo"``) and
-    monitor baselines (the student's unassisted attempt).  Episodes with an
-    error say nothing about skill and give ``None``.
-    """
-    episode = as_episode(episode)
-    if episode.error:
-        return None
-    if episode.protocol == "tutor" and episode.condition == "solo":
-        return episode.solved_at is not None
-    if episode.protocol == "monitor" and episode.baseline:
-        if episode.baseline.status in ("correct", "incorrect"):
-            return episode.baseline.correct
-    return None
-
-
 def ratings_from_episodes(
     episodes: Iterable[Episode | dict], configs: Mapping[str, EloConfig] | None = None
 ) -> dict[str, EloTable]:
@@ -220,45 +166,3 @@ def ratings_from_episodes(
         metadata = episode.metadata.get("problem") or {}
         table.record(episode.student, episode.problem_id, solved, metadata)
     return tables
-
-
-def transfer_report(episodes: Iterable[Episode | dict]) -> list[dict]:
-    """Collaborative solve rate per (teacher, student) against the teacher's solo rate.
-
-    Collaborative: tutor episodes with ideation (condition ``"ideation"``), by
-    their ``teacher``.  Solo: episodes whose *student* is that teacher model
-    solving alone (:func:`solo_outcome`).  Both rates are over the tasks the
-    two have in common (repeats averaged per task first), so they compare the
-    same problems.  ``transfer`` is collaborative / solo (``None`` when the
-    teacher solved none of them); rows without common tasks are left out.
-    """
-    collab: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    solo: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for episode in as_episodes(episodes):
-        if episode.error:
-            continue
-        if episode.protocol == "tutor" and episode.condition == "ideation" and episode.teacher:
-            key = (episode.teacher, episode.student)
-            collab[key][episode.problem_id].append(float(episode.solved_at is not None))
-        solved = solo_outcome(episode)
-        if solved is not None:
-            solo[episode.student][episode.problem_id].append(float(solved))
-    rows = []
-    for (teacher, student), by_task in sorted(collab.items()):
-        common = sorted(set(by_task) & set(solo.get(teacher, {})))
-        if not common:
-            continue
-        collab_rate = float(np.mean([np.mean(by_task[t]) for t in common]))
-        solo_rate = float(np.mean([np.mean(solo[teacher][t]) for t in common]))
-        rows.append(
-            {
-                "teacher": teacher,
-                "student": student,
-                "tasks": len(common),
-                "collaborative_rate": collab_rate,
-                "teacher_solo_rate": solo_rate,
-                "transfer": collab_rate / solo_rate if solo_rate > 0 else None,
-                "gap": solo_rate - collab_rate,
-            }
-        )
-    return rows

@@ -1,0 +1,72 @@
+"""Point estimates with 95% bootstrap intervals that resample problems."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+BOOTSTRAP_SAMPLES = 1000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with a 95% bootstrap interval (NaN when undefined)."""
+
+    value: float
+    low: float = math.nan
+    high: float = math.nan
+    n: int = 0
+
+    def to_dict(self) -> dict:
+        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n}
+
+    def __str__(self) -> str:
+        if math.isnan(self.value):
+            return "n/a"
+        if math.isnan(self.low):
+            return f"{self.value:.3f}"
+        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+def mean(values: Sequence[float]) -> float:
+    """The mean, NaN for no values."""
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def bootstrap(
+    episodes_by_problem: dict[str, list],
+    statistic: Callable[[list], float],
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+) -> Estimate:
+    """``statistic`` over all episodes, with a CI from resampling problems."""
+    keys = sorted(episodes_by_problem)
+    value = statistic([e for k in keys for e in episodes_by_problem[k]])
+    if len(keys) < 2 or math.isnan(value):
+        return Estimate(value, n=len(keys))
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(samples):
+        picked = rng.integers(0, len(keys), len(keys))
+        stat = statistic([e for i in picked for e in episodes_by_problem[keys[i]]])
+        if not math.isnan(stat):
+            draws.append(stat)
+    if not draws:
+        return Estimate(value, n=len(keys))
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return Estimate(value, float(low), float(high), len(keys))
+
+
+def problem_mean(values: dict[str, float], samples: int = BOOTSTRAP_SAMPLES) -> Estimate:
+    """The mean of one value per problem, with a CI from resampling problems.
+
+    For metrics that first reduce each problem to one number (repeats or
+    variants averaged), so that a problem drawn twice counts twice.
+    """
+    if not values:
+        return Estimate(math.nan)
+    groups = {problem: [value] for problem, value in values.items()}
+    return bootstrap(groups, lambda drawn: sum(drawn) / len(drawn), samples)

@@ -1,0 +1,182 @@
+"""Feedback protocol metrics, per student x teacher x mode.
+
+acc@k: a problem counts as solved by k if solved at attempt <= k; repeats of
+    a problem are averaged first, then problems are averaged.
+gain@K = acc@K - acc@1; normalised gain = gain@K / (1 - acc@1) (0 when
+    acc@1 = 1); AUC = mean of acc@1..acc@K; the first-step gain acc@2 - acc@1.
+
+Groups are domain x student x teacher x mode x K.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, bootstrap, mean
+from intbench.metrics.groups import Records, by_problem, group_by, split_errors, teacher_label
+from intbench.metrics.table import Table
+from intbench.records import Episode, as_episodes
+
+
+def acc_at_k(episodes: Records, k_max: int) -> list[float]:
+    """acc@1..acc@k_max, averaging repeats within each problem first."""
+    groups = by_problem(as_episodes(episodes))
+    if not groups:
+        return [math.nan] * k_max
+    per_problem = []
+    for runs in groups.values():
+        solved = np.array(
+            [
+                [float(r.solved_at is not None and r.solved_at <= k) for k in range(1, k_max + 1)]
+                for r in runs
+            ]
+        )
+        per_problem.append(solved.mean(axis=0))
+    return [float(v) for v in np.mean(per_problem, axis=0)]
+
+
+def gain(acc: Sequence[float]) -> float:
+    return acc[-1] - acc[0]
+
+
+def normalized_gain(acc: Sequence[float]) -> float:
+    return 0.0 if acc[0] >= 1.0 else (acc[-1] - acc[0]) / (1.0 - acc[0])
+
+
+def auc(acc: Sequence[float]) -> float:
+    return float(np.mean(acc))
+
+
+def first_step_gain(acc: Sequence[float]) -> float:
+    return acc[1] - acc[0] if len(acc) > 1 else math.nan
+
+
+def _k_max(episodes: list[Episode]) -> int:
+    values = {int(e.config.get("k_max", 0)) for e in episodes}
+    if len(values) > 1:
+        raise ValueError(f"episodes mix k_max values {sorted(values)}; group them first")
+    return values.pop() if values else 1
+
+
+def feedback_summary(
+    episodes: Records, k_max: int | None = None, samples: int = BOOTSTRAP_SAMPLES
+) -> dict:
+    """acc@k curve and its summaries for one group of feedback episodes, with CIs."""
+    usable, errors = split_errors(episodes)
+    k = k_max or _k_max(usable)
+    groups = by_problem(usable)
+    summary = {
+        "acc": acc_at_k(usable, k),
+        "n_episodes": len(usable),
+        "n_problems": len(groups),
+        "n_errors": errors,
+        "k_max": k,
+    }
+    for name, fn in {
+        "acc@1": lambda es: acc_at_k(es, k)[0],
+        f"acc@{k}": lambda es: acc_at_k(es, k)[-1],
+        "gain": lambda es: gain(acc_at_k(es, k)),
+        "normalized_gain": lambda es: normalized_gain(acc_at_k(es, k)),
+        "auc": lambda es: auc(acc_at_k(es, k)),
+        "first_step_gain": lambda es: first_step_gain(acc_at_k(es, k)),
+    }.items():
+        summary[name] = bootstrap(groups, fn, samples)
+    summary["leak_rate"] = bootstrap(
+        groups,
+        lambda es: mean([float(f.leaked) for e in es for f in e.feedback if f.message]),
+        samples,
+    )
+    return summary
+
+
+class FeedbackKey(NamedTuple):
+    domain: str
+    student: str
+    teacher: str
+    mode: str
+    k_max: int
+
+
+def feedback_episode_groups(episodes: Records) -> dict[FeedbackKey, list[Episode]]:
+    """Feedback episodes by group; K is the configured ``k_max``, else the most attempts seen."""
+    partial = group_by(
+        as_episodes(episodes),
+        lambda e: (
+            str(e.domain),
+            str(e.student),
+            teacher_label(e.teacher),
+            str(e.condition or "teacher"),
+        ),
+    )
+    groups: dict[FeedbackKey, list[Episode]] = defaultdict(list)
+    for (domain, student, teacher, mode), group in partial.items():
+        fallback = max([len(e.attempts) for e in group] + [1])
+        for episode in group:
+            configured = episode.config.get("k_max")
+            k = configured if isinstance(configured, int) and configured >= 1 else fallback
+            groups[FeedbackKey(domain, student, teacher, mode, k)].append(episode)
+    return dict(sorted(groups.items()))
+
+
+def feedback_groups(
+    groups: dict[FeedbackKey, list[Episode]], samples: int = BOOTSTRAP_SAMPLES
+) -> dict[FeedbackKey, dict]:
+    """:func:`feedback_summary` of every group of :func:`feedback_episode_groups`."""
+    return {
+        key: feedback_summary(group, k_max=key.k_max, samples=samples)
+        for key, group in groups.items()
+    }
+
+
+LABELS = {
+    "acc_at_1": "acc@1",
+    "acc_at_k": "acc@K",
+    "gain": "gain",
+    "normalized_gain": "normalized gain",
+    "auc": "AUC",
+    "first_step_gain": "acc@2−acc@1",
+    "leak_rate": "leak rate",
+}
+"""The table's estimate columns, by id, with their labels."""
+
+
+def _estimates(summary: dict) -> list:
+    # acc@1 and acc@K are keyed by K in the summary, by a fixed id in the table
+    return [summary["acc@1"], summary[f"acc@{summary['k_max']}"]] + [
+        summary[name] for name in list(LABELS)[2:]
+    ]
+
+
+def feedback_table(feedback: dict[FeedbackKey, dict]) -> Table:
+    """One row per feedback group: acc@1, acc@K, gains, AUC, leak rate."""
+    keys = ["domain", "student", "teacher", "mode", "K"]
+    counts = ["n", "problems", "errors"]
+    rows = [
+        [*key, *_estimates(s), s["n_episodes"], s["n_problems"], s["n_errors"]]
+        for key, s in feedback.items()
+    ]
+    return Table(
+        "feedback",
+        "Feedback protocol",
+        keys + list(LABELS.values()) + counts,
+        rows,
+        "acc@K at each group's K; 95% bootstrap CIs over problems; errors are excluded from every metric.",
+        ids=keys + list(LABELS) + counts,
+        headline=[
+            "domain",
+            "student",
+            "teacher",
+            "mode",
+            "acc_at_1",
+            "acc_at_k",
+            "K",
+            "auc",
+            "n",
+            "errors",
+        ],
+    )

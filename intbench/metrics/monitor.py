@@ -1,0 +1,207 @@
+"""Monitor protocol metrics, per group of episodes (e.g. one teacher x condition x post).
+
+φ (``phi``): share of episodes in which the teacher intervened.
+φ_correct / φ_incorrect: the same share among episodes whose baseline was
+    correct / incorrect.
+τ_abs / τ_rel: mean revealed characters at the intervention, and that
+    position over the trace length, among applied interventions.
+H: mean of H_i = post-intervention correctness - baseline correctness over
+    applied interventions; wrong→right is the share of interventions on a
+    wrong baseline that end right, right→wrong the share of interventions on
+    a right baseline that end wrong.
+
+Groups are domain x student x teacher x post x condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, bootstrap, mean
+from intbench.metrics.groups import Records, by_problem, group_by, split_errors, teacher_label
+from intbench.metrics.table import Table
+from intbench.records import Episode, Intervention, as_episodes
+
+
+def _baseline_correct(episode: Episode) -> bool:
+    return episode.baseline is not None and episode.baseline.correct
+
+
+def _post_correct(intervention: Intervention) -> bool:
+    return intervention.attempt is not None and intervention.attempt.correct
+
+
+def phi(episodes: Records) -> float:
+    return mean([float(e.intervention is not None) for e in as_episodes(episodes)])
+
+
+def phi_given_baseline(episodes: Records, correct: bool) -> float:
+    return phi([e for e in as_episodes(episodes) if _baseline_correct(e) == correct])
+
+
+def tau_abs(episodes: Records) -> float:
+    return mean([i.tau_abs for e in as_episodes(episodes) if (i := e.applied_intervention)])
+
+
+def tau_rel(episodes: Records) -> float:
+    return mean([i.tau_rel for e in as_episodes(episodes) if (i := e.applied_intervention)])
+
+
+def helpfulness(episodes: Records) -> float:
+    return mean(
+        [
+            float(_post_correct(i)) - float(_baseline_correct(e))
+            for e in as_episodes(episodes)
+            if (i := e.applied_intervention)
+        ]
+    )
+
+
+def wrong_to_right(episodes: Records) -> float:
+    return mean(
+        [
+            float(_post_correct(i))
+            for e in as_episodes(episodes)
+            if (i := e.applied_intervention) and not _baseline_correct(e)
+        ]
+    )
+
+
+def right_to_wrong(episodes: Records) -> float:
+    return mean(
+        [
+            float(not _post_correct(i))
+            for e in as_episodes(episodes)
+            if (i := e.applied_intervention) and _baseline_correct(e)
+        ]
+    )
+
+
+def leak_rate(episodes: Records) -> float:
+    """Share of interventions whose message leaked the answer."""
+    return mean([float(e.intervention.leaked) for e in as_episodes(episodes) if e.intervention])
+
+
+MONITOR_METRICS: dict[str, Callable[[Records], float]] = {
+    "phi": phi,
+    "phi_correct": lambda es: phi_given_baseline(es, True),
+    "phi_incorrect": lambda es: phi_given_baseline(es, False),
+    "tau_abs": tau_abs,
+    "tau_rel": tau_rel,
+    "H": helpfulness,
+    "wrong_to_right": wrong_to_right,
+    "right_to_wrong": right_to_wrong,
+}
+
+LABELS = {
+    "phi": "φ",
+    "phi_correct": "φ_correct",
+    "phi_incorrect": "φ_incorrect",
+    "tau_abs": "τ_abs",
+    "tau_rel": "τ_rel",
+    "H": "H",
+    "wrong_to_right": "wrong→right",
+    "right_to_wrong": "right→wrong",
+    "leak_rate": "leak rate",
+}
+"""Every estimate of :func:`monitor_summary`, by its key, with its column label."""
+
+
+def monitor_summary(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict:
+    """All monitor metrics of one group of episodes, with CIs and counts."""
+    usable, errors = split_errors(episodes)
+    groups = by_problem(usable)
+    summary = {name: bootstrap(groups, fn, samples) for name, fn in MONITOR_METRICS.items()}
+    summary["n_episodes"] = len(usable)
+    summary["n_errors"] = errors
+    summary["n_interventions"] = sum(1 for e in usable if e.intervention)
+    summary["n_excluded"] = sum(1 for e in usable if e.intervention and e.intervention.excluded)
+    summary["leak_rate"] = bootstrap(groups, leak_rate, samples)
+    return summary
+
+
+class MonitorKey(NamedTuple):
+    domain: str
+    student: str
+    teacher: str
+    post: str
+    condition: str
+
+
+def monitor_key(episode: Episode) -> MonitorKey:
+    """The monitor group an episode belongs to."""
+    return MonitorKey(
+        str(episode.domain),
+        str(episode.student),
+        teacher_label(episode.teacher),
+        str(episode.config.get("post", "unknown")),
+        str(episode.condition or "standard"),
+    )
+
+
+def monitor_groups(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict[MonitorKey, dict]:
+    """:func:`monitor_summary` of every monitor group in ``episodes``."""
+    groups = group_by(as_episodes(episodes), monitor_key)
+    return {key: monitor_summary(group, samples=samples) for key, group in groups.items()}
+
+
+COUNTS = {"n": "n_episodes", "interventions": "n_interventions", "excluded": "n_excluded"}
+
+
+def monitor_table(monitor: dict[MonitorKey, dict]) -> Table:
+    """One row per monitor group with every metric and its 95% CI."""
+    keys = list(MonitorKey._fields)
+    counts = [*COUNTS, "errors"]
+    rows = [
+        [*key, *(s[name] for name in LABELS), *(s[c] for c in COUNTS.values()), s["n_errors"]]
+        for key, s in monitor.items()
+    ]
+    return Table(
+        "monitor",
+        "Monitor protocol",
+        keys + list(LABELS.values()) + counts,
+        rows,
+        "95% bootstrap CIs over problems. τ and H are over applied interventions; errors are excluded from every metric.",
+        ids=keys + list(LABELS) + counts,
+        headline=["domain", "teacher", "condition", "post", "phi", "tau_rel", "H", "n", "errors"],
+    )
+
+
+COMPARISON_METRICS = {
+    "phi": "φ",
+    "tau_rel": "τ_rel",
+    "H": "H",
+    "wrong_to_right": "w→r",
+    "right_to_wrong": "r→w",
+}
+
+
+def standard_vs_oracle_table(monitor: dict[MonitorKey, dict]) -> Table:
+    """Standard and Oracle side by side for every group run in both conditions."""
+    columns = ids = ["domain", "student", "teacher", "post"]
+    for name, label in COMPARISON_METRICS.items():
+        columns = columns + [f"{label} standard", f"{label} oracle"]
+        ids = ids + [f"{name}_standard", f"{name}_oracle"]
+    columns, ids = columns + ["n standard", "n oracle"], ids + ["n_standard", "n_oracle"]
+    rows = []
+    for base in sorted({key[:4] for key in monitor}):
+        standard = monitor.get(MonitorKey(*base, "standard"))
+        oracle = monitor.get(MonitorKey(*base, "oracle"))
+        if standard is None or oracle is None:
+            continue
+        row: list[Any] = list(base)
+        for name in COMPARISON_METRICS:
+            row += [standard[name], oracle[name]]
+        rows.append(row + [standard["n_episodes"], oracle["n_episodes"]])
+    return Table(
+        "monitor_standard_vs_oracle", "Monitor: Standard vs Oracle", columns, rows, ids=ids
+    )
+
+
+def monitor_tables(monitor: dict[MonitorKey, dict]) -> list[Table]:
+    """The monitor table and, where groups ran in both conditions, Standard vs Oracle."""
+    if not monitor:
+        return []
+    comparison = standard_vs_oracle_table(monitor)
+    return [monitor_table(monitor), *([comparison] if comparison.rows else [])]

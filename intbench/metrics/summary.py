@@ -1,0 +1,72 @@
+"""One call from episode records to every protocol's summaries and tables."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from intbench.metrics.estimate import BOOTSTRAP_SAMPLES
+from intbench.metrics.feedback import (
+    FeedbackKey,
+    feedback_episode_groups,
+    feedback_groups,
+    feedback_table,
+)
+from intbench.metrics.generalization import PROTOCOL as GENERALIZATION
+from intbench.metrics.generalization import generalization_table
+from intbench.metrics.groups import Records
+from intbench.metrics.matrix import Matrix, build_matrices, matrix_tables
+from intbench.metrics.monitor import MonitorKey, monitor_groups, monitor_tables
+from intbench.metrics.table import Table
+from intbench.metrics.tutor import TutorKey, tutor_groups, tutor_table
+from intbench.records import Episode, as_episodes
+
+
+@dataclass
+class Summary:
+    """Every protocol's group summaries and tables, computed once from the episodes.
+
+    ``monitor``, ``feedback`` and ``tutor`` map each group key to that
+    group's summary; ``other_protocols`` counts episodes of protocols no
+    metric covers.
+    """
+
+    monitor: dict[MonitorKey, dict] = field(default_factory=dict)
+    feedback: dict[FeedbackKey, dict] = field(default_factory=dict)
+    tutor: dict[TutorKey, dict] = field(default_factory=dict)
+    matrices: list[Matrix] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    other_protocols: dict[str, int] = field(default_factory=dict)
+
+    def to_text(self) -> str:
+        """Every table as plain text, as ``intbench eval`` and ``intbench matrix`` print it."""
+        if not self.tables:
+            return "no episodes"
+        return "\n\n".join(table.to_text() for table in self.tables)
+
+
+def summarize(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> Summary:
+    """Split the episodes by protocol and summarise each with its own metrics and tables.
+
+    ``samples`` is the number of bootstrap resamples behind every CI.
+    """
+    by_protocol: dict[str, list[Episode]] = defaultdict(list)
+    for episode in as_episodes(episodes):
+        by_protocol[str(episode.protocol)].append(episode)
+    summary = Summary()
+    if monitor := by_protocol.pop("monitor", None):
+        summary.monitor = monitor_groups(monitor, samples)
+        summary.tables += monitor_tables(summary.monitor)
+    if feedback := by_protocol.pop("feedback", None):
+        groups = feedback_episode_groups(feedback)
+        summary.feedback = feedback_groups(groups, samples)
+        summary.matrices = build_matrices(summary.feedback, groups)
+        summary.tables.append(feedback_table(summary.feedback))
+        summary.tables += [t for matrix in summary.matrices for t in matrix_tables(matrix)]
+    if tutor := by_protocol.pop("tutor", None):
+        summary.tutor = tutor_groups(tutor, samples)
+        summary.tables.append(tutor_table(summary.tutor))
+    if generalization := by_protocol.pop(GENERALIZATION, None):
+        summary.tables.append(generalization_table(generalization, samples))
+    summary.other_protocols = {p: len(es) for p, es in sorted(by_protocol.items())}
+    return summary
