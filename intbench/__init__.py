@@ -1,6 +1,7 @@
 """IntBench: Gymnasium environments for student-teacher problem solving with LLMs."""
 
 from intbench.envs import register_envs  # noqa: F401  (importing registers every env id)
+from intbench.envs.registration import register_domain
 from intbench.records import DOMAINS, Attempt, Episode, Problem, Verdict
 from intbench.verifiers import verify
 
@@ -25,6 +26,7 @@ __all__ = [
     "Problem",
     "Verdict",
     "load_problems",
+    "register_domain",
     "verify",
     "__version__",
 ]

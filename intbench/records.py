@@ -6,6 +6,9 @@ Every record is a plain dataclass that turns into JSON-ready dicts with
 as typed records.  Metrics, reports and training data are computed from these
 records, never from live environment objects, so the on-disk format is the
 contract: ``Episode.schema_version`` is bumped whenever a field changes meaning.
+
+``DOMAINS`` is the tuple of registered domain names, read from
+:mod:`intbench.envs.domains.registry` at each access.
 """
 
 from __future__ import annotations
@@ -17,13 +20,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-DOMAINS = ("math", "omni_math", "codeforces", "debug", "linguini", "arc", "brainteaser")
-"""The domains every protocol supports."""
-
 VerdictStatus = Literal["correct", "incorrect", "error"]
 VERDICT_STATUSES = ("correct", "incorrect", "error")
 
 EPISODE_SCHEMA_VERSION = 1
+
+
+def _registry():
+    # Imported on use: the domains package imports this module while it
+    # registers the built-in domains.
+    from intbench.envs.domains import registry
+
+    return registry
+
+
+def __getattr__(name: str) -> Any:
+    # DOMAINS follows the registry, which third-party domains join after import.
+    if name == "DOMAINS":
+        return _registry().domain_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _from_known_fields(cls, data: dict) -> Any:
@@ -41,7 +56,7 @@ class Problem:
 
     Attributes:
         id: stable identifier, unique within its source (e.g. ``"math/test/algebra/1234"``).
-        domain: one of :data:`DOMAINS`.
+        domain: a registered domain (:data:`DOMAINS`).
         question: the problem statement as shown to the student.
         answer: reference final answer: a string for math/text domains, the
             list of test output grids for ARC, ``None`` for code domains.
@@ -68,8 +83,11 @@ class Problem:
     metadata: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.domain not in DOMAINS:
-            raise ValueError(f"unknown domain {self.domain!r}; expected one of {DOMAINS}")
+        registry = _registry()
+        if not registry.is_registered(self.domain):
+            raise ValueError(
+                f"unknown domain {self.domain!r}; expected one of {registry.domain_names()}"
+            )
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

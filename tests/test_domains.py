@@ -20,6 +20,7 @@ from intbench.envs.domains import (
     load_problems,
     problems_to_dataset,
 )
+from intbench import records
 from intbench.records import DOMAINS, Problem
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hub"
@@ -47,12 +48,29 @@ def verify_all(pairs: list[tuple[Problem, str]]) -> list:
 # --- registry ---------------------------------------------------------------
 
 
+# What each built-in domain's kind decides (code execution feedback and budgets,
+# grid feedback, text leak checks and LLM variants) was per-domain before the registry.
+KINDS = {
+    "math": "text",
+    "omni_math": "text",
+    "codeforces": "code",
+    "debug": "code",
+    "linguini": "text",
+    "arc": "grid",
+    "brainteaser": "text",
+}
+
+
 def test_registry_covers_every_domain():
-    assert domain_names() == DOMAINS
-    for name in DOMAINS:
+    assert set(ENV_NAMES) <= set(domain_names())
+    assert domain_names()[: len(ENV_NAMES)] == tuple(sorted(ENV_NAMES))  # built-ins first
+    assert records.DOMAINS == domain_names()
+    for name in ENV_NAMES:
         domain = get_domain(name)
         assert domain.name == name
         assert domain.env_name == ENV_NAMES[name]
+        assert domain.kind == KINDS[name]
+        assert domain.llm_variants == (KINDS[name] == "text")
         assert domain.answer_format and domain.description
         assert domain.hub and all(ref.path and ref.split for ref in domain.hub.values())
         assert domain.offline_splits

@@ -10,7 +10,6 @@ from math_verify import parse
 from math_verify import verify as mv_verify
 
 from intbench.envs.domains.generators import (
-    GENERATORS,
     SKILLS,
     GeneratorError,
     generate_linguini,
@@ -22,6 +21,12 @@ from intbench.envs.domains.generators import (
 from intbench.envs.domains.generators import math_problems as mp
 from intbench.envs.domains.generators.linguini_puzzles import uncovered
 from intbench.records import Problem
+
+GENERATORS = {
+    "math": generate_math,
+    "omni_math": generate_omni_math,
+    "linguini": generate_linguini,
+}
 from intbench.verifiers import verify
 
 N = 500

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from intbench.envs.domains import prompting
+from intbench.envs.domains import get_domain, prompting
 from intbench.envs.domains.prompting import (
     TEMPLATE_NAMES,
     PromptTemplateError,
@@ -219,15 +219,25 @@ def test_every_template_renders_for_every_domain(domain, name):
         assert "{{" not in message["content"] and "{%" not in message["content"]
 
 
-def test_template_names_match_the_template_files():
-    on_disk = {
+def test_template_names_are_the_protocol_template_files():
+    folders = {path.name for path in prompting.TEMPLATE_DIR.iterdir() if path.is_dir()}
+    assert folders == {*prompting.PROTOCOL_FOLDERS, "domains"}
+    on_disk = [
         path.name.removesuffix(".j2")
-        for path in (prompting.TEMPLATE_DIR / "common").glob("*.j2")
+        for folder in prompting.PROTOCOL_FOLDERS
+        for path in (prompting.TEMPLATE_DIR / folder).glob("*.j2")
         if not path.name.startswith("_") and not path.name.endswith(".system.j2")
-    }
-    assert on_disk == set(TEMPLATE_NAMES)
+    ]
+    assert sorted(on_disk) == sorted(TEMPLATE_NAMES)
+    assert len(on_disk) == len(set(on_disk))
+
+
+def test_domain_folders_only_override_generic_templates():
     for domain in DOMAINS:
-        assert (prompting.TEMPLATE_DIR / domain / "answer_format.j2").is_file()
+        folder = get_domain(domain).templates
+        assert folder == prompting.TEMPLATE_DIR / "domains" / domain
+        for path in folder.iterdir():
+            assert path.name in prompting.GENERIC_FILES, f"{path} overrides nothing"
 
 
 DOMAIN_FORMAT = {

@@ -1,23 +1,18 @@
 """Environment ids, registered with Gymnasium when ``intbench`` is imported.
 
-``gym.make("IntBench-Math-v0")`` works after ``import intbench``;
-``gym.make("intbench:IntBench-Math-v0")`` imports the package itself.
+Every registered domain has one id per protocol, ``IntBench-<EnvName>-v0``,
+``IntBench-<EnvName>-Feedback-v0`` and ``IntBench-<EnvName>-Tutor-v0``
+(``EnvName`` is its ``Domain.env_name``): they exist after ``import
+intbench``, ``gym.make("intbench:<id>")`` imports the package itself, and
+:func:`register_domain` adds a third-party domain's ids.
 """
 
 from __future__ import annotations
 
 import gymnasium as gym
 
-# domain -> the name part of its env ids
-ENV_NAMES = {
-    "math": "Math",
-    "omni_math": "OmniMath",
-    "codeforces": "Codeforces",
-    "debug": "Debug",
-    "linguini": "Linguini",
-    "arc": "ARC",
-    "brainteaser": "BrainTeaser",
-}
+from intbench.envs.domains import registry
+from intbench.envs.domains.registry import Domain
 
 PROTOCOLS = {
     # protocol -> (id suffix, env entry point, batched vector entry point)
@@ -33,34 +28,54 @@ PROTOCOLS = {
 
 def env_id(domain: str, protocol: str = "monitor") -> str:
     suffix = PROTOCOLS[protocol][0]
-    return f"IntBench-{ENV_NAMES[domain]}{suffix}-v0"
+    return f"IntBench-{registry.get_domain(domain).env_name}{suffix}-v0"
+
+
+def _register_ids(domain: str) -> None:
+    for protocol, (_, entry_point, vector_entry_point) in PROTOCOLS.items():
+        name = env_id(domain, protocol)
+        if name in gym.registry:
+            continue
+        gym.register(
+            id=name,
+            entry_point=entry_point,
+            vector_entry_point=vector_entry_point,
+            kwargs={"domain": domain},
+            disable_env_checker=False,
+        )
 
 
 def register_envs() -> None:
     """Register every IntBench id (idempotent)."""
-    for protocol, (_, entry_point, vector_entry_point) in PROTOCOLS.items():
-        for domain in ENV_NAMES:
-            name = env_id(domain, protocol)
-            if name in gym.registry:
-                continue
-            gym.register(
-                id=name,
-                entry_point=entry_point,
-                vector_entry_point=vector_entry_point,
-                kwargs={"domain": domain},
-                disable_env_checker=False,
-            )
+    for domain in registry.domain_names():
+        _register_ids(domain)
+
+
+def register_domain(domain: Domain) -> Domain:
+    """Add a third-party ``domain`` to IntBench, with its monitor, feedback and tutor ids.
+
+    After the call its problems validate, :func:`intbench.verify` grades them,
+    prompts render with its answer format and templates, and
+    ``gym.make(env_id(domain.name, protocol))`` works for every protocol.
+    Registering the same object again does nothing.
+
+    Raises:
+        ValueError: another domain has its name or env name.
+    """
+    registry.add(domain)
+    _register_ids(domain.name)
+    return domain
 
 
 def protocol_of(spec_id: str) -> str:
     """The protocol of an IntBench env id (``"monitor"``, ``"feedback"``, ``"tutor"``)."""
     name = spec_id.split(":")[-1]  # "intbench:IntBench-Math-v0" -> "IntBench-Math-v0"
     for protocol in PROTOCOLS:
-        if name in {env_id(d, protocol) for d in ENV_NAMES}:
+        if name in {env_id(d, protocol) for d in registry.domain_names()}:
             return protocol
     raise ValueError(f"{spec_id!r} is not an IntBench env id; known: {', '.join(all_env_ids())}")
 
 
 def all_env_ids(protocol: str | None = None) -> list[str]:
     protocols = [protocol] if protocol else list(PROTOCOLS)
-    return [env_id(d, p) for p in protocols for d in ENV_NAMES]
+    return [env_id(d, p) for p in protocols for d in registry.domain_names()]

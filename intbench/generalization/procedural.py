@@ -13,28 +13,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from intbench.envs.domains.generators import GENERATORS, make_variant, rebuild
+from intbench.envs.domains import registry
+from intbench.envs.domains.generators import make_variant, rebuild
 from intbench.records import Problem
 from intbench.verifiers import verify
-
-PROCEDURAL_DOMAINS = tuple(GENERATORS)
-"""Domains whose offline problems come from a generator that can make variants."""
 
 # The first seed of variant k is k * SEED_STRIDE + seed, so variant sets made
 # with different base seeds (< SEED_STRIDE apart) never share a draw.
 SEED_STRIDE = 1_000
 
 
+def procedural_domains() -> tuple[str, ...]:
+    """Domains whose offline generator can make exact variants."""
+    return tuple(d.name for d in registry.domains() if d.procedural_variants is not None)
+
+
 def reference_response(problem: Problem) -> str:
-    """A response that states the problem's reference answer in the domain's answer format."""
-    if problem.domain in ("math", "omni_math"):
-        return f"\\boxed{{{problem.answer}}}"
-    return f"Answer: {problem.answer}"
+    """A response that states the problem's reference answer in the domain's answer format.
+
+    Raises:
+        ValueError: the domain has no procedural variants.
+    """
+    variants = registry.get_domain(problem.domain).procedural_variants
+    if variants is None:
+        raise ValueError(f"domain {problem.domain!r} has no procedural variants")
+    return registry.resolve(variants.reference_response)(problem)
 
 
 def is_procedural(problem: Problem) -> bool:
     """True for problems the offline generators made (they carry their parameters)."""
-    return problem.domain in PROCEDURAL_DOMAINS and isinstance(
+    return problem.domain in procedural_domains() and isinstance(
         (problem.fields or {}).get("params"), dict
     )
 
@@ -85,7 +93,7 @@ def procedural_variants(problems: list[Problem], n: int, seed: int = 0) -> Proce
     if foreign:
         raise ValueError(
             f"{len(foreign)} problem(s) were not made by the offline generators "
-            f"(e.g. {foreign[0]!r}); procedural variants exist for {list(PROCEDURAL_DOMAINS)} "
+            f"(e.g. {foreign[0]!r}); procedural variants exist for {list(procedural_domains())} "
             "offline problems only, use the LLM pipeline (--model) for others"
         )
     result = ProceduralResult([])

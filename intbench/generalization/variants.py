@@ -19,8 +19,9 @@ cached.  Replies are parsed defensively; every failure is recorded in the
 pipeline log rather than raised.
 
 Only domains whose reference answer is a short text can be checked this way
-(:data:`LLM_DOMAINS`); code and grid domains need tests or grids a model
-cannot be trusted to write, so they are refused with a clear error.
+(``Domain.llm_variants``, true for text domains; :data:`LLM_DOMAINS` lists
+them); code and grid domains need tests or grids a model cannot be trusted to
+write, so they are refused with a clear error.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from intbench.agents.backends import backend_name, shared_backend
 from intbench.agents.base import ChatBackend, SamplingParams
 from intbench.cache import JsonCache, stable_hash
-from intbench.agents.backends import backend_name, shared_backend
+from intbench.envs.domains import registry
 from intbench.envs.domains.prompting import render_messages
 from intbench.generalization.parsing import (
     Candidate,
@@ -51,8 +53,18 @@ from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
 
-LLM_DOMAINS = ("math", "omni_math", "linguini", "brainteaser")
-"""Domains the LLM pipeline supports (text answers a verifier can check)."""
+
+def llm_variant_domains() -> tuple[str, ...]:
+    """The registered domains the LLM pipeline supports (text answers a verifier can check)."""
+    return tuple(d.name for d in registry.domains() if d.llm_variants)
+
+
+def __getattr__(name: str) -> Any:
+    # LLM_DOMAINS follows the registry, which third-party domains join after import.
+    if name == "LLM_DOMAINS":
+        return llm_variant_domains()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 CACHE_NAMESPACE = "variant-pipeline"
 VARIANT_SOURCE = "intbench-variants-llm"
@@ -284,7 +296,7 @@ class VariantPipeline:
         """Extract, cluster, generate and validate; returns the kept variants and the log.
 
         Raises:
-            UnsupportedDomainError: a problem's domain is not in :data:`LLM_DOMAINS`.
+            UnsupportedDomainError: a problem's domain has no LLM variants (:data:`LLM_DOMAINS`).
             ValueError: ``problems`` mixes domains.
         """
         if not problems:
@@ -293,9 +305,9 @@ class VariantPipeline:
         if len(domains) > 1:
             raise ValueError(f"problems mix domains {sorted(domains)}; run one domain at a time")
         domain = domains.pop()
-        if domain not in LLM_DOMAINS:
+        if not registry.get_domain(domain).llm_variants:
             raise UnsupportedDomainError(
-                f"the LLM variant pipeline supports {list(LLM_DOMAINS)}, not {domain!r}: "
+                f"the LLM variant pipeline supports {list(llm_variant_domains())}, not {domain!r}: "
                 "its variants would need tests or grids that cannot be checked here"
             )
         labels = self.extractor.extract(problems)

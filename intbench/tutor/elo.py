@@ -32,11 +32,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from intbench.metrics.tutor import solo_outcome
 from intbench.envs.domains import registry
 from intbench.envs.domains.registry import EloConfig
+from intbench.metrics.tutor import solo_outcome
 from intbench.records import Episode, as_episodes
-
 
 DEFAULT_ELO = EloConfig()
 """The constants of a domain that sets none (one generic scale, MATH-style levels around 1500)."""

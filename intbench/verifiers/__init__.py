@@ -1,5 +1,8 @@
 """Verifiers: one entry point, :func:`verify`, dispatching on the problem's domain.
 
+Each domain names its verifier in the registry (``Domain.verifier``), so
+importing this package does not import sympy, the sandbox, ...
+
 No verifier raises to its caller: a grader that crashes or times out yields a
 ``Verdict`` with ``status="error"``, which metrics count separately from wrong
 answers.
@@ -10,34 +13,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from intbench.envs.domains import registry
 from intbench.records import Problem, Verdict
 
 logger = logging.getLogger(__name__)
 
 VerifierFn = Callable[[Problem, str], Verdict]
 
-# Filled lazily so that importing intbench does not import sympy, the sandbox, ...
-_DOMAIN_VERIFIERS: dict[str, str] = {
-    "math": "intbench.verifiers.math:verify_math",
-    "omni_math": "intbench.verifiers.math:verify_math",
-    "codeforces": "intbench.verifiers.code:verify_code",
-    "debug": "intbench.verifiers.code:verify_code",
-    "linguini": "intbench.verifiers.text:verify_text",
-    "arc": "intbench.verifiers.arc:verify_arc",
-    "brainteaser": "intbench.verifiers.judge:verify_with_fallback",
-}
-
-
 def get_verifier(domain: str) -> VerifierFn:
-    """Return the verifier function registered for ``domain``."""
-    import importlib
+    """Return the verifier of ``domain`` (its ``Domain.verifier``, imported on first use).
 
-    try:
-        target = _DOMAIN_VERIFIERS[domain]
-    except KeyError:
-        raise ValueError(f"no verifier for domain {domain!r}") from None
-    module, name = target.split(":")
-    return getattr(importlib.import_module(module), name)
+    Raises:
+        ValueError: ``domain`` is not registered.
+    """
+    return registry.resolve(registry.get_domain(domain).verifier)
 
 
 def verify(problem: Problem, response: str) -> Verdict:

@@ -1,8 +1,9 @@
 """Does a teacher message give the answer away?
 
-An overlap-based detector, by domain: the reference answer appearing in the
-message as a standalone expression (math, text domains), the answer grid
-written out (ARC), or code from the reference solution (code domains).  It is
+An overlap-based detector, by domain kind: the reference answer appearing in
+the message as whole words (text domains; LaTeX-normalised for math, which
+sets :func:`math_leaked` as its ``Domain.leak_check``), the answer grid
+written out (grid domains), or code from the reference solution (code domains).  It is
 cheap and deterministic; an LLM judge (the ``leakage_judge`` prompt) can be
 layered on top for subtler leaks.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from intbench.envs.domains import registry
 from intbench.records import Problem
 
 _FENCE = re.compile(r"```")
@@ -38,25 +40,32 @@ def _contains_standalone(haystack: str, needle: str) -> bool:
     return re.search(before + re.escape(needle) + after, haystack) is not None
 
 
-def _math_leak(answer: str, message: str) -> bool:
-    return _contains_standalone(_normalise_math(message), _normalise_math(answer))
+def math_leaked(problem: Problem, message: str) -> bool:
+    """The reference answer appears as a standalone LaTeX expression."""
+    if problem.answer is None:
+        return False
+    return _contains_standalone(_normalise_math(message), _normalise_math(str(problem.answer)))
 
 
-def _text_leak(answer: str, message: str, aliases: list[str]) -> bool:
+def text_leaked(problem: Problem, message: str) -> bool:
+    """The reference answer, or an accepted alias, appears as whole words."""
     from intbench.verifiers.text import canonical_answer, normalize_free_text
 
+    if problem.answer is None:
+        return False
     # Word boundaries: "ka" is not leaked by "kata".
     text = re.sub(r"[^\w,]+", " ", normalize_free_text(message))
-    for candidate in [answer, *aliases]:
+    for candidate in [problem.answer, *problem.fields.get("aliases", [])]:
         norm = re.sub(r"[^\w,]+", " ", canonical_answer(str(candidate))).strip()
         if norm and re.search(rf"(?<!\w){re.escape(norm)}(?!\w)", text):
             return True
     return False
 
 
-def _arc_leak(answer: list, message: str) -> bool:
+def grid_leaked(problem: Problem, message: str) -> bool:
+    """An answer grid is written out (its cells in order among the message's digits)."""
     digits = re.sub(r"[^0-9]", "", message)
-    for grid in answer or []:
+    for grid in problem.answer or []:
         flat = "".join(str(cell) for row in grid for cell in row)
         # Tiny grids occur by chance in any message with numbers.
         if len(flat) >= 4 and flat in digits:
@@ -64,24 +73,29 @@ def _arc_leak(answer: list, message: str) -> bool:
     return False
 
 
-def _code_leak(solution: str | None, message: str) -> bool:
+def code_leaked(problem: Problem, message: str) -> bool:
+    """The message holds a code block, or a long line of the reference solution."""
     if _FENCE.search(message):
         return True
-    if not solution:
+    if not problem.solution:
         return False
-    lines = {line.strip() for line in solution.splitlines() if len(line.strip()) >= 25}
+    lines = {line.strip() for line in problem.solution.splitlines() if len(line.strip()) >= 25}
     return any(line in message for line in lines)
 
 
+KIND_LEAK_CHECKS = {"text": text_leaked, "code": code_leaked, "grid": grid_leaked}
+"""The leak check of each domain kind, for domains that set no ``leak_check``."""
+
+
 def answer_leaked(problem: Problem, message: str | None) -> bool:
-    """Whether ``message`` reveals ``problem``'s reference answer or solution."""
+    """Whether ``message`` reveals ``problem``'s reference answer or solution.
+
+    Raises:
+        ValueError: ``problem.domain`` is not registered.
+    """
+    domain = registry.get_domain(problem.domain)
     if not message:
         return False
-    if problem.domain in ("math", "omni_math"):
-        return problem.answer is not None and _math_leak(str(problem.answer), message)
-    if problem.domain in ("linguini", "brainteaser"):
-        aliases = list(problem.fields.get("aliases", []))
-        return problem.answer is not None and _text_leak(str(problem.answer), message, aliases)
-    if problem.domain == "arc":
-        return _arc_leak(problem.answer, message)
-    return _code_leak(problem.solution, message)
+    if domain.leak_check is not None:
+        return bool(registry.resolve(domain.leak_check)(problem, message))
+    return KIND_LEAK_CHECKS[domain.kind](problem, message)

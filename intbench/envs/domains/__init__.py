@@ -1,15 +1,20 @@
-"""Domain registry and problem loading.
+"""The built-in domains, the registry's lookups and problem loading.
 
->>> from intbench.envs.domains import get_domain, load_problems
->>> get_domain("arc").env_name
-'ARC'
->>> problems = load_problems("brainteaser", n=3, seed=1)   # offline: ships with pyriddle
+Every module of this package that defines ``DOMAIN`` (a
+:class:`~intbench.envs.domains.registry.Domain`) is a built-in domain and
+is registered when this package is imported; third-party domains join with
+:func:`intbench.register_domain`.
+
+>>> from intbench.envs.domains import domain_names, get_domain, load_problems
+>>> domain = get_domain(domain_names()[0])
+>>> problems = load_problems(domain.name, n=3, seed=1)
 
 Sources: ``"offline"`` (packaged data or procedural generators, no network),
 ``"hub"`` (the papers' datasets through ``datasets.load_dataset``; raises
 :class:`HubUnavailableError` within seconds when the hub is out of reach) or a
 path to a local JSONL/JSON/Parquet file in the hub schema.  Domain modules
-are imported on first use, so importing this package stays cheap.
+import their heavy parts (datasets, generators, graders) on first use, so
+importing this package stays cheap.
 """
 
 from __future__ import annotations
@@ -17,35 +22,36 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import pkgutil
 from typing import Any
 
-from intbench.envs.domains.base import (
-    DEFAULT_PROCEDURAL_N,
+from intbench.envs.domains import registry
+from intbench.envs.domains.base import DEFAULT_PROCEDURAL_N, HubUnavailableError, load_from_source
+from intbench.envs.domains.registry import (
     DataSourceError,
     Domain,
     HubRef,
-    HubUnavailableError,
+    domain_names,
+    get_domain,
 )
-from intbench.records import DOMAINS, Problem
-
-_MODULES = {name: f"intbench.envs.domains.{name}" for name in DOMAINS}
+from intbench.records import Problem
 
 # Problem fields that hold nested values: stored as JSON text in a Dataset so
 # that every row has the same flat Arrow schema whatever the domain.
 _JSON_COLUMNS = ("answer", "tests", "fields", "metadata")
 
 
-def domain_names() -> tuple[str, ...]:
-    """Every registered domain, in :data:`intbench.records.DOMAINS` order."""
-    return tuple(_MODULES)
+def _register_builtin_domains() -> None:
+    """Register the ``DOMAIN`` of every module of this package, in name order."""
+    for module in pkgutil.iter_modules(__path__):
+        if module.ispkg:
+            continue
+        domain = getattr(importlib.import_module(f"{__name__}.{module.name}"), "DOMAIN", None)
+        if isinstance(domain, Domain):
+            registry.add(domain)
 
 
-def get_domain(name: str) -> Domain:
-    """The :class:`Domain` registered as ``name`` (case-insensitive; ``-`` == ``_``)."""
-    key = str(name).strip().lower().replace("-", "_")
-    if key not in _MODULES:
-        raise DataSourceError(f"unknown domain {name!r}; expected one of {list(_MODULES)}")
-    return importlib.import_module(_MODULES[key]).DOMAIN
+_register_builtin_domains()
 
 
 def load_problems(
@@ -72,8 +78,6 @@ def load_problems(
         DataSourceError: unknown domain/split/file, malformed rows, bad ``n``.
         HubUnavailableError: ``source="hub"`` while the hub is unreachable.
     """
-    from intbench.envs.domains.base import load_from_source
-
     return load_from_source(get_domain(domain), source, split, n, seed)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import json
 
-from intbench.envs.domains.base import Domain, HubRef, as_list, provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, as_list, provenance
 from intbench.records import Problem
 
 LICENSE = "Apache-2.0"
@@ -99,7 +99,16 @@ DOMAIN = Domain(
     name="arc",
     env_name="ARC",
     description="ARC-AGI-1 abstract grid puzzles",
-    answer_format=ANSWER_FORMAT,
+    kind="grid",
+    # Feedback paper ARC format: JSON {"outputs": [...]} (one grid per test input)
+    # inside <answer>...</answer>.
+    answer_format=(
+        "At the end, give exactly one <answer>...</answer> block containing only JSON of the "
+        'form {"outputs": [grid, ...]}, with one output grid (a list of rows of integers 0-9) '
+        "per test input, in order."
+    ),
+    verifier="intbench.verifiers.arc:verify_arc",
+    templates=BUILTIN_TEMPLATES / "arc",
     hub={
         "training": HubRef("lee64/arc-agi-training", "train"),
         "evaluation": HubRef("lee64/arc-agi-evaluation", "train"),

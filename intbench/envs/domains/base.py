@@ -1,7 +1,7 @@
-"""Shared loader machinery: the :class:`Domain` description, hub access and subsets.
+"""Shared loader machinery: hub access, local files, offline sources and subsets.
 
-Every domain module builds one :class:`Domain` that says where its problems
-come from (a dataset on the Hugging Face hub, a package that ships offline
+Every domain module builds one :class:`~intbench.envs.domains.registry.Domain`
+that says where its problems come from (a dataset on the Hugging Face hub, a package that ships offline
 data, or a procedural generator) and how a hub row becomes a
 :class:`~intbench.records.Problem`.  :func:`load_from_source` is the one code
 path that turns ``(domain, source, split, n, seed)`` into problems.
@@ -14,11 +14,11 @@ import json
 import os
 import random
 import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from intbench.envs.domains.registry import DataSourceError, Domain
+from intbench.envs.domains.registry import HubRef as HubRef  # the old import path
 from intbench.records import Problem
 
 HUB_CHECK_TIMEOUT_S = 3.0
@@ -27,6 +27,9 @@ HUB_CHECK_TIMEOUT_S = 3.0
 DEFAULT_PROCEDURAL_N = 500
 """How many problems a procedural offline source generates when ``n`` is not given."""
 
+BUILTIN_TEMPLATES = Path(__file__).parent / "templates" / "domains"
+"""Where the built-in domains keep their prompt template overrides, one folder each."""
+
 LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 
 
@@ -34,86 +37,8 @@ class HubUnavailableError(RuntimeError):
     """The Hugging Face hub cannot be reached (offline machine, ``HF_HUB_OFFLINE``...)."""
 
 
-class DataSourceError(ValueError):
-    """A data source was asked for something it cannot give (bad split, path, n...)."""
-
-
 class SkipRow(Exception):
     """Raised by a row mapper for rows of a shared dataset that belong to another task."""
-
-
-@dataclass(frozen=True)
-class HubRef:
-    """Where one split of a domain lives on the hub: ``load_dataset(path, name, split=split)``."""
-
-    path: str
-    split: str
-    name: str | None = None
-
-    def describe(self) -> str:
-        config = f" ({self.name})" if self.name else ""
-        return f"{self.path}{config}[{self.split}]"
-
-
-RowMapper = Callable[[dict, str, int], Problem]
-"""``(row, split, index) -> Problem``: maps one hub-schema row to a problem."""
-
-OfflineLoader = Callable[[str, "int | None", int], list[Problem]]
-"""``(split, n, seed) -> problems``: ``n`` is only used by procedural sources."""
-
-
-@dataclass(frozen=True)
-class Domain:
-    """Everything the loaders, prompts and CLI need to know about one domain.
-
-    Attributes:
-        name: the domain id used in :class:`~intbench.records.Problem` (``"math"``).
-        env_name: the environment name part (``"Math"`` -> ``IntBench-Math-v0``).
-        description: one line for listings.
-        answer_format: what a final answer must look like; used by prompts.
-        hub: our split name -> :class:`HubRef`.
-        row_to_problem: maps a hub-schema row (also local files) to a Problem.
-        offline_loader: loads (or generates) the offline problems of a split.
-        offline_splits: splits the offline source has.
-        offline_source: human-readable name of the offline source.
-        procedural: whether the offline source generates problems on demand.
-        license: licence of the hub dataset; offline problems carry their own.
-        hub_schema_confirmed: ``False`` when the hub schema could not be checked
-            against a dataset card (see the module docstring).
-        offline_needs_build: returns True while the first offline load still has
-            to build (and cache) its data, which takes a while.
-    """
-
-    name: str
-    env_name: str
-    description: str
-    answer_format: str
-    hub: dict[str, HubRef]
-    row_to_problem: RowMapper
-    offline_loader: OfflineLoader
-    offline_splits: tuple[str, ...]
-    offline_source: str
-    procedural: bool = False
-    license: str = ""
-    hub_schema_confirmed: bool = True
-    offline_needs_build: Callable[[], bool] | None = None
-
-    @property
-    def hub_splits(self) -> tuple[str, ...]:
-        return tuple(self.hub)
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        """Source kinds accepted by :func:`load_from_source` (``local`` = a file path)."""
-        return ("offline", "hub", "local")
-
-    def splits(self, source: str = "offline") -> tuple[str, ...]:
-        """The splits of ``source`` (``"offline"``, ``"hub"``; local files have one split)."""
-        if source == "offline":
-            return self.offline_splits
-        if source == "hub":
-            return self.hub_splits
-        return ("local",)
 
 
 def hub_offline_flag() -> bool:

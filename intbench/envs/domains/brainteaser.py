@@ -12,13 +12,16 @@ Offline: the 386 riddle -> answer pairs of ``pyriddle`` (MIT).
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import Domain, HubRef, as_list, provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, as_list, provenance
 from intbench.records import Problem
 
 HUB_ID = "ChenLiu1996/Brainteaser"
 PYRIDDLE_LICENSE = "MIT"
 PYRIDDLE_URL = "https://pypi.org/project/pyriddle/"
-ANSWER_FORMAT = "Finish with a line 'Answer: ...' giving the short answer."
+# A short final "Answer:" line that the judge and the text-match fallback read.
+ANSWER_FORMAT = (
+    'End with a final line of the form "Answer: your answer", stating the answer briefly.'
+)
 
 
 def _first(row: dict, *keys: str):
@@ -74,7 +77,10 @@ DOMAIN = Domain(
     name="brainteaser",
     env_name="BrainTeaser",
     description="brain teasers and riddles with short answers",
+    kind="text",
     answer_format=ANSWER_FORMAT,
+    verifier="intbench.verifiers.judge:verify_with_fallback",
+    templates=BUILTIN_TEMPLATES / "brainteaser",
     hub={"train": HubRef(HUB_ID, "train")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,

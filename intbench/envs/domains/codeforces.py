@@ -20,7 +20,15 @@ import ast
 import functools
 import textwrap
 
-from intbench.envs.domains.base import Domain, HubRef, SkipRow, as_list, provenance
+from intbench.envs.domains.base import (
+    BUILTIN_TEMPLATES,
+    Domain,
+    HubRef,
+    SkipRow,
+    as_list,
+    provenance,
+)
+from intbench.envs.domains.registry import EloConfig
 from intbench.records import Problem
 
 HUB_ID = "open-r1/codeforces"
@@ -28,7 +36,18 @@ HUB_LICENSE = "CC-BY-4.0"
 HUMANEVAL_LICENSE = "MIT"
 HUMANEVAL_URL = "https://github.com/openai/human-eval"
 
-ANSWER_FORMAT = "Reply with the complete Python program in one ```python fenced block."
+# Feedback paper code format: the complete program in one fenced Python block.
+# Function-style tests (HumanEval offline source) ask for the named function
+# instead of a stdin program.
+ANSWER_FORMAT = """\
+{% if problem and problem.tests and problem.tests.kind == "function" %}
+Give your complete implementation of `{{ problem.tests.entry_point }}` (with any imports \
+and helpers it needs) in a single ```python code block at the end of your answer.
+{% else %}
+Give your complete Python 3 program, reading from standard input and writing to standard \
+output, in a single ```python code block at the end of your answer.
+{% endif %}
+"""
 
 
 def _codeforces_question(row: dict) -> str:
@@ -188,11 +207,18 @@ DOMAIN = Domain(
     name="codeforces",
     env_name="Codeforces",
     description="competitive programming with stdin/stdout or function tests",
+    kind="code",
     answer_format=ANSWER_FORMAT,
+    verifier="intbench.verifiers.code:verify_code",
+    templates=BUILTIN_TEMPLATES / "codeforces",
     hub={"train": HubRef(HUB_ID, "train", "default"), "test": HubRef(HUB_ID, "test", "default")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test",),
     offline_source="HumanEval from the human-eval package (164 problems)",
+    # Codeforces problems carry ratings 800-3500, so the rating scale follows them.
+    elo=EloConfig(
+        k=40.0, surprise=1.0, initial=1200.0, lower=800.0, upper=3500.0, band=(100.0, 300.0)
+    ),
     license=HUB_LICENSE,
 )

@@ -27,7 +27,7 @@ import logging
 import os
 from pathlib import Path
 
-from intbench.envs.domains.base import Domain, HubRef, as_list, provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, as_list, provenance
 from intbench.envs.domains.bug_injection import iter_bugs
 from intbench.envs.domains.codeforces import (
     HUMANEVAL_LICENSE,
@@ -46,7 +46,11 @@ BUG_SEED = 0
 BUGS_PER_PROBLEM = 2
 MAX_ATTEMPTS_PER_PROBLEM = 8
 CACHE_VERSION = 2  # bump when bug_injection, the tests or the selection rule change
-ANSWER_FORMAT = "Reply with the complete corrected program in one ```python fenced block."
+# Debugging format: the whole corrected program in one fenced Python block.
+ANSWER_FORMAT = (
+    "Give the complete corrected code (the whole program or function, not only the "
+    "changed lines) in a single ```python code block at the end of your answer."
+)
 
 
 def debug_question(buggy_code: str) -> str:
@@ -245,7 +249,10 @@ DOMAIN = Domain(
     name="debug",
     env_name="Debug",
     description="code debugging: fix the bug in a given program",
+    kind="code",
     answer_format=ANSWER_FORMAT,
+    verifier="intbench.verifiers.code:verify_code",
+    templates=BUILTIN_TEMPLATES / "debug",
     hub={"test": HubRef(HUB_ID, "test")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,

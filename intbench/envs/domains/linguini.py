@@ -10,7 +10,8 @@ skipped; local files may omit ``task``.
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import Domain, HubRef, SkipRow, provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, SkipRow, provenance
+from intbench.envs.domains.registry import ProceduralVariants
 from intbench.records import Problem
 
 HUB_ID = "BBEH/bbeh"
@@ -45,17 +46,35 @@ def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
     return generate_linguini(n, seed=seed, split=split)
 
 
+def answer_line(problem: Problem) -> str:
+    """The reference answer in the answer format, as a correct response would state it."""
+    return f"Answer: {problem.answer}"
+
+
 DOMAIN = Domain(
     name="linguini",
     env_name="Linguini",
     description="BBEH Linguini linguistic puzzles (translation / rule induction)",
-    answer_format="Give only the answer (e.g. the translated sentence) on a final line 'Answer: ...'.",
+    kind="text",
+    # BBEH Linguini: the feedback paper's code asks for <answer>...</answer>; IntBench uses a
+    # final "Answer:" line instead because the text verifier reads that line.
+    answer_format=(
+        "Give only the answer (for example the translated sentence) on a final line "
+        'of the form "Answer: your answer".'
+    ),
+    verifier="intbench.verifiers.text:verify_text",
+    templates=BUILTIN_TEMPLATES / "linguini",
     hub={"test": HubRef(HUB_ID, "train")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test", "train"),
     offline_source="procedural invented-language puzzles (intbench-procedural)",
     procedural=True,
+    procedural_variants=ProceduralVariants(
+        make_variant="intbench.envs.domains.generators.linguini_puzzles:make_linguini_variant",
+        rebuild="intbench.envs.domains.generators.linguini_puzzles:rebuild_linguini",
+        reference_response=answer_line,
+    ),
     license=LICENSE,
     hub_schema_confirmed=False,
 )

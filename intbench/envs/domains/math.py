@@ -7,7 +7,8 @@ dataset card/files): ``problem``, ``solution``, ``answer``, ``subject``,
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import Domain, HubRef, provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, provenance
+from intbench.envs.domains.registry import EloConfig, ProceduralVariants
 from intbench.records import Problem
 
 HUB_ID = "HuggingFaceH4/MATH-500"
@@ -44,16 +45,34 @@ def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
     return generate_math(n, seed=seed, split=split)
 
 
+def boxed_answer(problem: Problem) -> str:
+    """The reference answer in the answer format, as a correct response would state it."""
+    return f"\\boxed{{{problem.answer}}}"
+
+
 DOMAIN = Domain(
     name="math",
     env_name="Math",
     description="competition math (MATH-500 style), LaTeX final answers",
-    answer_format="Put the final answer in LaTeX inside \\boxed{...}, e.g. \\boxed{\\frac{3}{4}}.",
+    kind="text",
+    # Feedback paper / Int-Bench math format: the final answer in \boxed{}.
+    answer_format="End with exactly one final line containing your answer in the form \\boxed{your answer}.",
+    verifier="intbench.verifiers.math:verify_math",
+    leak_check="intbench.verifiers.leakage:math_leaked",
+    templates=BUILTIN_TEMPLATES / "math",
     hub={"test": HubRef(HUB_ID, "test")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test", "train"),
     offline_source="procedural MATH-style generator (intbench-procedural)",
     procedural=True,
+    procedural_variants=ProceduralVariants(
+        make_variant="intbench.envs.domains.generators.math_problems:make_math_variant",
+        rebuild="intbench.envs.domains.generators.math_problems:rebuild_math",
+        reference_response=boxed_answer,
+    ),
+    elo=EloConfig(
+        k=32.0, surprise=1.0, initial=1500.0, lower=500.0, upper=2500.0, band=(50.0, 250.0)
+    ),
     license=LICENSE,
 )

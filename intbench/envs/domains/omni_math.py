@@ -8,7 +8,9 @@ of strings such as ``"Mathematics -> Algebra -> ..."``), ``difficulty``
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import Domain, HubRef, as_list, provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, as_list, provenance
+from intbench.envs.domains.math import boxed_answer
+from intbench.envs.domains.registry import ProceduralVariants
 from intbench.records import Problem
 
 HUB_ID = "KbsdJames/Omni-MATH"
@@ -47,12 +49,22 @@ DOMAIN = Domain(
     name="omni_math",
     env_name="OmniMath",
     description="olympiad-level math (Omni-MATH), LaTeX final answers",
-    answer_format="Put the final answer in LaTeX inside \\boxed{...}.",
+    kind="text",
+    # Feedback paper / Int-Bench math format: the final answer in \boxed{}.
+    answer_format="End with exactly one final line containing your answer in the form \\boxed{your answer}.",
+    verifier="intbench.verifiers.math:verify_math",
+    leak_check="intbench.verifiers.leakage:math_leaked",
+    templates=BUILTIN_TEMPLATES / "omni_math",
     hub={"test": HubRef(HUB_ID, "test")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test", "train"),
     offline_source="procedural olympiad-style generator (intbench-procedural)",
     procedural=True,
+    procedural_variants=ProceduralVariants(
+        make_variant="intbench.envs.domains.generators.math_problems:make_math_variant",
+        rebuild="intbench.envs.domains.generators.math_problems:rebuild_math",
+        reference_response=boxed_answer,
+    ),
     license=LICENSE,
 )

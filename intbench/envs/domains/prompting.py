@@ -1,16 +1,21 @@
 """Render the prompt templates of every domain and protocol.
 
-Templates are Jinja2 files under ``templates/``: ``common/`` holds the shared
-versions and ``<domain>/`` the files where a domain differs (its answer
-format, how its problem is shown, the solver persona, ...).  A lookup of
-``<domain>/<file>`` falls back to ``common/<file>``, and this also applies to
-``{% include %}`` inside templates, so a shared template that includes
-``_problem.j2`` picks up the domain's own problem block.
+Templates are Jinja2 files under ``templates/``, one folder per protocol
+(:data:`PROTOCOL_FOLDERS`: ``monitor``, ``feedback``, ``tutor``, ``judge``,
+``variants``, ``analysis``) and ``shared/`` for the partials several
+protocols include.  A domain may override any of these files from its own
+folder (``Domain.templates``; the built-in ones live in
+``templates/domains/<domain>/``): a lookup of ``<domain>/<file>`` tries that
+folder first, then the generic file.  ``answer_format.j2`` falls back to the
+domain's ``Domain.answer_format`` text.  This also applies to ``{% include %}``
+inside templates, so a shared template that includes ``_problem.j2`` picks up
+the domain's own problem block.
 
 ``<name>.j2`` is the user message and an optional ``<name>.system.j2`` the
-system message.  Variables are strict: a template that uses a variable the
-caller did not pass raises :class:`PromptTemplateError` naming the domain,
-template and variable, instead of silently rendering an empty string.
+system message; :data:`TEMPLATE_NAMES` are read from the files.  Variables
+are strict: a template that uses a variable the caller did not pass raises
+:class:`PromptTemplateError` naming the domain, template and variable,
+instead of silently rendering an empty string.
 """
 
 from __future__ import annotations
@@ -22,48 +27,15 @@ from typing import Any
 
 import jinja2
 
-from intbench.records import DOMAINS
+from intbench.envs.domains import registry
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 """Where the template files live."""
 
-TEMPLATE_NAMES = (
-    # monitor protocol (Int-Bench)
-    "student_baseline",
-    "teacher_standard",
-    "teacher_standard_v2",
-    "teacher_standard_v3",
-    "teacher_standard_append",
-    "teacher_oracle",
-    "student_continue",
-    "student_stop_answer",
-    "judge",
-    # feedback protocol
-    "feedback_student",
-    "feedback_student_retry",
-    "feedback_teacher",
-    "feedback_self_feedback",
-    # generalization to variant problems
-    "variant_no_context",
-    "variant_problem_context",
-    "variant_intervention_context",
-    # variant pipeline
-    "skill_extract",
-    "skill_cluster",
-    "variant_generate",
-    "variant_validate",
-    # intervention categorisation and leakage audit
-    "categorize_label",
-    "categorize_cluster",
-    "categorize_relabel",
-    "leakage_judge",
-    # tutor protocol (KITE)
-    "tutor_student_ideation",
-    "tutor_teacher_ideation",
-    "tutor_checker",
-    "tutor_solve",
-)
-"""Every template that :func:`render` and :func:`render_messages` accept."""
+PROTOCOL_FOLDERS = ("shared", "monitor", "feedback", "tutor", "judge", "variants", "analysis")
+"""The folders of generic templates under :data:`TEMPLATE_DIR`."""
+
+ANSWER_FORMAT_FILE = "answer_format.j2"
 
 
 class PromptTemplateError(ValueError):
@@ -71,11 +43,41 @@ class PromptTemplateError(ValueError):
     variable, or a broken template file.  The message says which."""
 
 
+def _generic_files() -> dict[str, Path]:
+    """Every generic template file by file name (names are unique across folders)."""
+    files: dict[str, Path] = {}
+    for folder in PROTOCOL_FOLDERS:
+        for path in sorted((TEMPLATE_DIR / folder).glob("*.j2")):
+            if path.name in files:
+                raise PromptTemplateError(f"template {path.name} is in two folders: {path}")
+            files[path.name] = path
+    return files
+
+
+GENERIC_FILES = _generic_files()
+"""File name -> path of every generic template and partial."""
+
+TEMPLATE_NAMES = tuple(
+    name.removesuffix(".j2")
+    for name in GENERIC_FILES
+    if not name.startswith("_") and not name.endswith(".system.j2")
+)
+"""Every template that :func:`render` and :func:`render_messages` accept."""
+
+
+def _override(domain: str, filename: str) -> Path | None:
+    """The domain's own version of ``filename``, if its template folder has one."""
+    folder = registry.get_domain(domain).templates
+    path = None if folder is None else Path(folder) / filename
+    return path if path is not None and path.is_file() else None
+
+
 class _DomainEnvironment(jinja2.Environment):
     """Resolves bare include names relative to the including template's domain.
 
-    ``{% include "_problem.j2" %}`` inside ``arc/student_baseline.j2`` becomes
-    ``arc/_problem.j2``, which the loader then finds in ``arc/`` or ``common/``.
+    ``{% include "_problem.j2" %}`` inside ``<domain>/student_baseline.j2``
+    becomes ``<domain>/_problem.j2``, which the loader then finds in the
+    domain's folder or among the generic files.
     """
 
     def join_path(self, template: str, parent: str) -> str:
@@ -84,19 +86,24 @@ class _DomainEnvironment(jinja2.Environment):
         return f"{parent.split('/', 1)[0]}/{template}"
 
 
-class _FallbackLoader(jinja2.BaseLoader):
-    """Loads ``<domain>/<file>`` from the domain folder, else from ``common/``."""
-
-    def __init__(self, root: Path) -> None:
-        self._files = jinja2.FileSystemLoader(str(root))
+class _DomainLoader(jinja2.BaseLoader):
+    """Loads ``<domain>/<file>``: the domain's override, its answer format, or the generic file."""
 
     def get_source(self, environment: jinja2.Environment, template: str):
         domain, _, filename = template.partition("/")
-        for folder in dict.fromkeys((domain, "common")):
-            try:
-                return self._files.get_source(environment, f"{folder}/{filename}")
-            except jinja2.TemplateNotFound:
-                continue
+        path = _override(domain, filename) or GENERIC_FILES.get(filename)
+        if path is not None:
+            mtime = path.stat().st_mtime
+            return (
+                path.read_text(encoding="utf-8"),
+                str(path),
+                lambda: path.stat().st_mtime == mtime,
+            )
+        if filename == ANSWER_FORMAT_FILE:
+            text = registry.get_domain(domain).answer_format
+            # Included mid-prompt like a partial file, which ends in a newline.
+            source = text if text.endswith("\n") else text + "\n"
+            return source, None, lambda: registry.get_domain(domain).answer_format == text
         raise jinja2.TemplateNotFound(template)
 
 
@@ -119,7 +126,7 @@ def _grid(value: Any) -> str:
 def get_environment() -> jinja2.Environment:
     """The one cached Jinja2 environment behind every render."""
     env = _DomainEnvironment(
-        loader=_FallbackLoader(TEMPLATE_DIR),
+        loader=_DomainLoader(),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -131,16 +138,19 @@ def get_environment() -> jinja2.Environment:
     return env
 
 
-@functools.cache
 def _exists(domain: str, filename: str) -> bool:
-    return (TEMPLATE_DIR / domain / filename).is_file() or (
-        TEMPLATE_DIR / "common" / filename
-    ).is_file()
+    return filename in GENERIC_FILES or _override(domain, filename) is not None
+
+
+def _check_domain(domain: str) -> None:
+    if not registry.is_registered(domain):
+        raise PromptTemplateError(
+            f"unknown domain {domain!r}; expected one of {registry.domain_names()}"
+        )
 
 
 def _check_target(domain: str, name: str) -> None:
-    if domain not in DOMAINS:
-        raise PromptTemplateError(f"unknown domain {domain!r}; expected one of {DOMAINS}")
+    _check_domain(domain)
     if name not in TEMPLATE_NAMES:
         raise PromptTemplateError(
             f"unknown prompt template {name!r} (domain {domain!r}); "
@@ -158,9 +168,10 @@ def _render_file(domain: str, filename: str, variables: dict[str, Any]) -> str:
             f"(variables passed: {sorted(variables) or 'none'})"
         ) from None
     except jinja2.TemplateNotFound as exc:
+        folder = registry.get_domain(domain).templates
         raise PromptTemplateError(
             f"prompt template {domain}/{filename}: file {exc.name!r} not found "
-            f"in {TEMPLATE_DIR / domain} or {TEMPLATE_DIR / 'common'}"
+            f"in {folder or 'the domain (no template folder)'} or {TEMPLATE_DIR}"
         ) from None
     except jinja2.TemplateSyntaxError as exc:
         raise PromptTemplateError(
@@ -203,13 +214,13 @@ def answer_format(domain: str, **variables: Any) -> str:
     Code domains adapt it to the problem's test kind, so pass ``problem=``
     when you have one; without it the generic wording is used.
     """
-    if domain not in DOMAINS:
-        raise PromptTemplateError(f"unknown domain {domain!r}; expected one of {DOMAINS}")
+    _check_domain(domain)
     variables.setdefault("problem", None)
-    return _render_file(domain, "answer_format.j2", variables)
+    return _render_file(domain, ANSWER_FORMAT_FILE, variables)
 
 
 __all__ = [
+    "PROTOCOL_FOLDERS",
     "TEMPLATE_DIR",
     "TEMPLATE_NAMES",
     "PromptTemplateError",

@@ -5,16 +5,14 @@
 ``(n, seed, split)``; the train, validation and test streams never share a
 question.  ``make_variant`` draws a new problem of the same skill for
 generalization studies, and ``rebuild`` regenerates a problem from its
-``fields["params"]``.
+``fields["params"]``; both dispatch on the problem's
+``Domain.procedural_variants``, so they serve any registered domain that has them.
 """
 
 from __future__ import annotations
 
-from intbench.envs.domains.generators.linguini_puzzles import (
-    generate_linguini,
-    make_linguini_variant,
-    rebuild_linguini,
-)
+from intbench.envs.domains import registry
+from intbench.envs.domains.generators.linguini_puzzles import generate_linguini
 from intbench.envs.domains.generators.math_problems import (
     SKILLS,
     SPLITS,
@@ -22,17 +20,16 @@ from intbench.envs.domains.generators.math_problems import (
     GeneratorError,
     generate_math,
     generate_omni_math,
-    make_math_variant,
-    rebuild_math,
 )
+from intbench.envs.domains.registry import ProceduralVariants
 from intbench.records import Problem
 
-GENERATORS = {
-    "math": generate_math,
-    "omni_math": generate_omni_math,
-    "linguini": generate_linguini,
-}
-"""Generator function by domain, for loaders that take ``source="offline"``."""
+
+def _variants_of(problem: Problem) -> ProceduralVariants:
+    variants = registry.get_domain(problem.domain).procedural_variants
+    if variants is None:
+        raise ValueError(f"no procedural generator for domain {problem.domain!r}")
+    return variants
 
 
 def make_variant(problem: Problem, seed: int) -> Problem:
@@ -43,26 +40,19 @@ def make_variant(problem: Problem, seed: int) -> Problem:
     passed the generator's own checks.  Deterministic in ``(problem, seed)``.
 
     Raises:
-        ValueError: ``problem`` was not made by these generators.
+        ValueError: ``problem``'s domain has no procedural variants.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an int, got {seed!r}")
-    if problem.domain in ("math", "omni_math"):
-        return make_math_variant(problem, seed)
-    if problem.domain == "linguini":
-        return make_linguini_variant(problem, seed)
-    raise ValueError(f"no procedural generator for domain {problem.domain!r}")
+    return registry.resolve(_variants_of(problem).make_variant)(problem, seed)
 
 
 def rebuild(problem: Problem) -> Problem:
     """Regenerate a generated problem from ``fields["params"]`` (equal to the original)."""
-    if problem.domain == "linguini":
-        return rebuild_linguini(problem)
-    return rebuild_math(problem)
+    return registry.resolve(_variants_of(problem).rebuild)(problem)
 
 
 __all__ = [
-    "GENERATORS",
     "SKILLS",
     "SPLITS",
     "DegenerateProblem",
