@@ -143,30 +143,24 @@ LABELS = {
     "leak_rate": "leak rate",
 }
 """The table's estimate columns, by id, with their labels."""
-
-
-def _estimates(summary: dict) -> list:
-    # acc@1 and acc@K are keyed by K in the summary, by a fixed id in the table
-    return [summary["acc@1"], summary[f"acc@{summary['k_max']}"]] + [
-        summary[name] for name in list(LABELS)[2:]
-    ]
+COUNTS = {"n": "n_episodes", "problems": "n_problems", "errors": "n_errors"}
 
 
 def feedback_table(feedback: dict[FeedbackKey, dict]) -> Table:
     """One row per feedback group: acc@1, acc@K, gains, AUC, leak rate."""
-    keys = ["domain", "student", "teacher", "mode", "K"]
-    counts = ["n", "problems", "errors"]
-    rows = [
-        [*key, *_estimates(s), s["n_episodes"], s["n_problems"], s["n_errors"]]
+    # the summary names acc@1 and acc@K after K; the table's columns hold for every K
+    rows = {
+        key: {**s, "acc_at_1": s["acc@1"], "acc_at_k": s[f"acc@{s['k_max']}"]}
         for key, s in feedback.items()
-    ]
-    return Table(
+    }
+    return Table.of_groups(
         "feedback",
         "Feedback protocol",
-        keys + list(LABELS.values()) + counts,
+        ["domain", "student", "teacher", "mode", "K"],
         rows,
+        LABELS,
+        COUNTS,
         "acc@K at each group's K; 95% bootstrap CIs over problems; errors are excluded from every metric.",
-        ids=keys + list(LABELS) + counts,
         headline=[
             "domain",
             "student",

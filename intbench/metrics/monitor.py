@@ -146,24 +146,24 @@ def monitor_groups(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict[
     return {key: monitor_summary(group, samples=samples) for key, group in groups.items()}
 
 
-COUNTS = {"n": "n_episodes", "interventions": "n_interventions", "excluded": "n_excluded"}
+COUNTS = {
+    "n": "n_episodes",
+    "interventions": "n_interventions",
+    "excluded": "n_excluded",
+    "errors": "n_errors",
+}
 
 
 def monitor_table(monitor: dict[MonitorKey, dict]) -> Table:
     """One row per monitor group with every metric and its 95% CI."""
-    keys = list(MonitorKey._fields)
-    counts = [*COUNTS, "errors"]
-    rows = [
-        [*key, *(s[name] for name in LABELS), *(s[c] for c in COUNTS.values()), s["n_errors"]]
-        for key, s in monitor.items()
-    ]
-    return Table(
+    return Table.of_groups(
         "monitor",
         "Monitor protocol",
-        keys + list(LABELS.values()) + counts,
-        rows,
+        MonitorKey._fields,
+        monitor,
+        LABELS,
+        COUNTS,
         "95% bootstrap CIs over problems. τ and H are over applied interventions; errors are excluded from every metric.",
-        ids=keys + list(LABELS) + counts,
         headline=["domain", "teacher", "condition", "post", "phi", "tau_rel", "H", "n", "errors"],
     )
 

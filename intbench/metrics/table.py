@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,28 @@ class Table:
         unknown = set(self.headline or ()) - set(self.column_ids)
         if unknown:
             raise ValueError(f"table {self.name}: headline names unknown ids {sorted(unknown)}")
+
+    @classmethod
+    def of_groups(
+        cls,
+        name: str,
+        title: str,
+        keys: Sequence[str],
+        groups: Mapping[tuple, Mapping[str, Any]],
+        estimates: Mapping[str, str],
+        counts: Mapping[str, str],
+        note: str,
+        headline: list[str],
+    ) -> Table:
+        """One row per group: its key fields, its ``estimates`` (summary key -> label), its
+        ``counts`` (column -> summary key).  Estimates' CSV ids are their summary keys."""
+        columns = [*keys, *estimates.values(), *counts]
+        ids = [*keys, *estimates, *counts]
+        rows = [
+            [*key, *(s[e] for e in estimates), *(s[c] for c in counts.values())]
+            for key, s in groups.items()
+        ]
+        return cls(name, title, columns, rows, note, ids=ids, headline=headline)
 
     @property
     def column_ids(self) -> list[str]:

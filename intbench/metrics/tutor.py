@@ -151,19 +151,15 @@ COUNTS = {
 
 def tutor_table(tutor: dict[TutorKey, dict]) -> Table:
     """One row per tutor group: solve rate, the student's solo rate, withheld messages."""
-    keys = list(TutorKey._fields)
-    rows = [
-        [*key, *(s[name] for name in LABELS), *(s[c] for c in COUNTS.values())]
-        for key, s in tutor.items()
-    ]
-    return Table(
+    return Table.of_groups(
         "tutor",
         "Tutor protocol",
-        keys + list(LABELS.values()) + list(COUNTS),
-        rows,
+        TutorKey._fields,
+        tutor,
+        LABELS,
+        COUNTS,
         "Solve rate: solved by a phase-2 submission. Solo rate and collab − solo: the student's "
         "solo runs, over the paired problems. 95% bootstrap CIs over problems; errors are excluded.",
-        ids=keys + list(LABELS) + list(COUNTS),
         headline=[
             "domain",
             "student",
