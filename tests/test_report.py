@@ -10,6 +10,7 @@ import logging
 import math
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -330,6 +331,23 @@ def test_cli_prints_a_one_screen_summary(records, tmp_path, capsys):
     assert re.search(r"human\s+standard\s+continue\s+0\.42", out)
     assert f"report: {run / 'report' / 'report.html'}" in out
     assert run_cli([str(run), "--samples", "0"]) == 2
+
+
+def test_a_tutor_run_gets_its_table(tmp_path, capsys):
+    run = Path(__file__).parent / "fixtures" / "episodes_v1" / "tutor"
+    assert run_cli([str(run), "--out", str(tmp_path / "out"), "--samples", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "Tutor protocol (tables/tutor.md)" in out and "browser only" not in out
+    assert re.search(r"fixture_teacher\s+ideation\s+1\.00\s+n/a\s+n/a\s+0\.00\s+4\s+0", out)
+    with (tmp_path / "out" / "tables" / "tutor.csv").open(encoding="utf-8") as handle:
+        (row,) = csv.DictReader(handle)
+    assert (row["solve_rate"], row["solo_rate"], row["n"], row["messages"]) == (
+        "1.0",
+        "",
+        "4",
+        "12",
+    )
+    assert "Tutor protocol" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------ HTML safety
