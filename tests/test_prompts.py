@@ -116,7 +116,7 @@ def _reference(problem: Problem) -> str:
 
 def template_vars(name: str, problem: Problem) -> dict:
     """Realistic variables for each template (what the roles and envs pass)."""
-    original = PROBLEMS[problem.domain]
+    original = PROBLEMS.get(problem.domain, problem)
     monitor = {"problem": problem, "transcript": TRANSCRIPT, "chunk_size": 50}
     table = {
         "student_baseline": {"problem": problem},

@@ -28,9 +28,12 @@ from typing import Any
 from intbench.envs.domains import registry
 from intbench.envs.domains.base import DEFAULT_PROCEDURAL_N, HubUnavailableError, load_from_source
 from intbench.envs.domains.registry import (
+    KINDS,
     DataSourceError,
     Domain,
+    EloConfig,
     HubRef,
+    ProceduralVariants,
     domain_names,
     get_domain,
 )
@@ -111,10 +114,13 @@ def dataset_to_problems(dataset) -> list[Problem]:
 
 __all__ = [
     "DEFAULT_PROCEDURAL_N",
+    "KINDS",
     "DataSourceError",
     "Domain",
+    "EloConfig",
     "HubRef",
     "HubUnavailableError",
+    "ProceduralVariants",
     "dataset_to_problems",
     "domain_names",
     "get_domain",
