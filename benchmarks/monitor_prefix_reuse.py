@@ -25,12 +25,15 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+import tempfile
 
+import gymnasium as gym
 import torch
 
+import intbench  # noqa: F401  (registers the ids)
 from intbench.agents.backends import load_backend
+from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.agents.incremental import DecisionResult, KVCacheDecider, NaiveDecider
-from intbench.agents.roles import MonitorRequest, Teacher
 from intbench.records import Problem
 
 PROBLEM = Problem(
@@ -85,14 +88,30 @@ def _totals(results: list[DecisionResult], seconds: float) -> dict:
     }
 
 
+def monitor_prompts(variant: str, trace: str, increment: int) -> list[tuple[int, list[dict]]]:
+    """``(revealed chars, teacher prompt)`` at every increment, from the monitor env itself."""
+    student = ScriptedBackend(lambda messages: trace, spec="scripted:benchmark-trace")
+    with tempfile.TemporaryDirectory() as cache:
+        env = gym.make(
+            "IntBench-Math-v0",
+            student=student,
+            problems=[PROBLEM],
+            increment=increment,
+            teacher_prompt=variant,
+            cache_dir=cache,
+        )
+        obs, info = env.reset(seed=0)
+        shown = [(int(obs["revealed_chars"]), info["messages"])]
+        while not obs["finished"]:
+            obs, *_, info = env.step(0)  # wait: reveal the next increment
+            shown.append((int(obs["revealed_chars"]), info["messages"]))
+        env.close()
+    return shown
+
+
 def run_variant(backend, variant: str, trace: str, increment: int, max_message_tokens: int):
     """Ask both deciders at every increment; return per-increment rows and totals."""
-    teacher = Teacher(backend, "math", variant=variant, chunk_size=increment)
-    cuts = list(range(increment, len(trace), increment)) + [len(trace)]
-    prompts = [
-        teacher.monitor_messages(MonitorRequest(PROBLEM, trace[:cut], PROBLEM.solution))
-        for cut in cuts
-    ]
+    cuts, prompts = zip(*monitor_prompts(variant, trace, increment), strict=True)
     model, tokenizer = backend.model, backend.tokenizer
     naive = NaiveDecider(
         model, tokenizer, max_new_tokens=max_message_tokens + 1, render=backend.render
@@ -168,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--increment", type=int, default=50)
     parser.add_argument("--trace-chars", type=int, default=1500)
     parser.add_argument("--max-message-tokens", type=int, default=64)
-    parser.add_argument("--variants", nargs="+", default=["default", "append"])
+    parser.add_argument(
+        "--variants", nargs="+", default=["paper", "append"], help="monitor env teacher_prompt"
+    )
     # One thread: with other processes on the CPU, OpenMP threads oversubscribe badly
     # (measured 13x slower with 2 threads on a busy 2-core machine).
     parser.add_argument("--threads", type=int, default=1)

@@ -120,7 +120,7 @@ def run_eval(
     protocol = protocol_of(config.env_id)
     condition = getattr(first, "condition", None)
     teacher = make_teacher(config.teacher, protocol, condition)
-    executor = first._executor
+    executor = first.executor
     student = executor.backends["student"]
     started = time.perf_counter()
     bar = _progress_bar(len(keys), skipped, progress)

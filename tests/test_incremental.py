@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 
+import gymnasium as gym
 import pytest
 import torch
 
+import intbench  # noqa: F401  (registers the ids)
 from intbench.agents.backends import load_backend
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.agents.base import SamplingParams
@@ -18,7 +21,6 @@ from intbench.agents.incremental import (
     NaiveDecider,
     ServerDecider,
 )
-from intbench.agents.roles import MonitorRequest, Teacher
 from intbench.records import Problem
 
 PROBLEM = Problem(
@@ -41,11 +43,24 @@ def tiny(tiny_model_dir):
     return load_backend(f"hf:{tiny_model_dir}", dtype="float32")
 
 
-def prompts(backend, variant):
-    teacher = Teacher(backend, variant=variant)
-    return [
-        teacher.monitor_messages(MonitorRequest(PROBLEM, TRACE[:c], PROBLEM.solution)) for c in CUTS
-    ]
+def monitor_prompts(variant: str, problem: Problem = PROBLEM) -> list[list[dict]]:
+    """The Standard teacher's prompt at each increment of TRACE, as the monitor env shows it."""
+    student = ScriptedBackend(lambda messages: TRACE, spec="scripted:trace")
+    with tempfile.TemporaryDirectory() as cache:
+        env = gym.make(
+            "IntBench-Math-v0",
+            student=student,
+            problems=[problem],
+            teacher_prompt=variant,
+            cache_dir=cache,
+        )
+        obs, info = env.reset(seed=0)
+        shown = [info["messages"]]
+        while not obs["finished"]:
+            obs, *_, info = env.step(0)
+            shown.append(info["messages"])
+        env.close()
+    return shown
 
 
 def full_recompute_p_yes(backend, decider, messages) -> float:
@@ -58,10 +73,10 @@ def full_recompute_p_yes(backend, decider, messages) -> float:
     return float(torch.softmax(pair, dim=-1)[0])
 
 
-@pytest.mark.parametrize("variant", ["default", "append"])
+@pytest.mark.parametrize("variant", ["paper", "append"])
 def test_cached_decisions_equal_full_recomputation(tiny, variant):
     decider = KVCacheDecider(tiny.model, tiny.tokenizer, max_message_tokens=4, render=tiny.render)
-    for messages in prompts(tiny, variant):
+    for messages in monitor_prompts(variant):
         result = decider.decide(messages)
         expected = full_recompute_p_yes(tiny, decider, messages)
         assert result.p_intervene == pytest.approx(expected, abs=1e-4)
@@ -71,24 +86,24 @@ def test_cached_decisions_equal_full_recomputation(tiny, variant):
 
 def test_prefix_reuse_saves_prefill_and_append_saves_more(tiny):
     saved = {}
-    for variant in ("default", "append"):
+    for variant in ("paper", "append"):
         decider = KVCacheDecider(
             tiny.model, tiny.tokenizer, max_message_tokens=2, render=tiny.render
         )
-        for messages in prompts(tiny, variant):
+        for messages in monitor_prompts(variant):
             decider.decide(messages)
         stats = decider.stats
         assert stats.calls == len(CUTS)
         assert stats.prefilled_tokens < stats.prompt_tokens
         saved[variant] = stats.prompt_tokens - stats.prefilled_tokens
     # The faithful template re-reads the reference after the transcript each time.
-    assert saved["append"] > saved["default"]
+    assert saved["append"] > saved["paper"]
 
 
 def test_decider_and_naive_agree_on_text_under_greedy(tiny):
     """Make the model's own greedy first token the 'Yes' token, so the cached
     decider intervenes and its continuation must equal generate()'s output."""
-    messages = prompts(tiny, "append")[2]
+    messages = monitor_prompts("append")[2]
     text = tiny.render(messages) + "Intervene:"
     ids = tiny.tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids
     with torch.no_grad():
@@ -101,7 +116,7 @@ def test_decider_and_naive_agree_on_text_under_greedy(tiny):
     cached = KVCacheDecider(
         tiny.model, tiny.tokenizer, max_message_tokens=8, yes=yes, no=no, render=tiny.render
     )
-    cached.decide(prompts(tiny, "append")[1])  # warm the cache with the previous increment
+    cached.decide(monitor_prompts("append")[1])  # warm the cache with the previous increment
     result = cached.decide(messages)
     reference = naive.decide(messages)
     assert result.p_intervene > 0.5
@@ -120,16 +135,16 @@ def test_sampling_is_seeded(tiny):
             max_message_tokens=3,
             render=tiny.render,
         )
-        return [(r.intervene, r.text) for r in map(decider.decide, prompts(tiny, "append"))]
+        return [(r.intervene, r.text) for r in map(decider.decide, monitor_prompts("append"))]
 
     assert run(3) == run(3)
 
 
 def test_reset_and_a_different_prompt_start_over(tiny):
     decider = KVCacheDecider(tiny.model, tiny.tokenizer, max_message_tokens=2, render=tiny.render)
-    decider.decide(prompts(tiny, "append")[0])
+    decider.decide(monitor_prompts("append")[0])
     other = Problem(id="x", domain="math", question="Something else entirely?", answer="1")
-    messages = Teacher(tiny).monitor_messages(MonitorRequest(other, TRACE[:50]))
+    messages = monitor_prompts("paper", other)[0]
     result = decider.decide(messages)
     assert result.p_intervene == pytest.approx(
         full_recompute_p_yes(tiny, decider, messages), abs=1e-4
@@ -146,18 +161,6 @@ def test_bad_arguments(tiny):
         KVCacheDecider(tiny.model, tiny.tokenizer, yes=" Yes indeed")
     with pytest.raises(ValueError, match="non-empty"):
         KVCacheDecider(tiny.model, tiny.tokenizer).decide([])
-
-
-def test_monitor_session_picks_the_cache_for_local_models(tiny):
-    greedy = SamplingParams(temperature=0.0, max_tokens=3)
-    session = Teacher(tiny, variant="append", sampling=greedy).monitor_session(
-        PROBLEM, PROBLEM.solution
-    )
-    assert isinstance(session.decider, KVCacheDecider)
-    for cut in CUTS[:3]:
-        session.decide(TRACE[:cut])
-    assert session.stats.calls == 3
-    assert session.stats.prefilled_tokens < session.stats.prompt_tokens
 
 
 class ScriptedMonitor:
@@ -181,9 +184,9 @@ def test_server_decider_asks_for_the_message_only_on_yes():
     server = ScriptedMonitor(
         "6w = 46", "Intervene: Yes\nTime: 6w = 46\nIntervention: Recheck 54 - 6."
     )
-    session = Teacher(server.backend, variant="append").monitor_session(PROBLEM, PROBLEM.solution)
-    assert isinstance(session.decider, ServerDecider)
-    results = [session.decide(TRACE[:c]) for c in CUTS]
+    decider = ServerDecider(server.backend)
+    shown = monitor_prompts("append")
+    results = [decider.decide(messages) for messages in shown]
     first_yes = next(i for i, r in enumerate(results) if r.intervene)
     assert TRACE[: CUTS[first_yes]].count("6w = 46") == 1
     assert results[first_yes].message == "Recheck 54 - 6."
@@ -193,13 +196,8 @@ def test_server_decider_asks_for_the_message_only_on_yes():
     assert all(p.max_tokens <= 8 for p in decision_calls)
     assert len(message_calls) == sum(r.intervene for r in results)
     # Append-only prompts grow: each repeats the previous one up to its transcript end.
-    for previous, result in zip(CUTS[:-1], results[1:], strict=True):
-        flat = json.dumps(
-            session.teacher.monitor_messages(
-                MonitorRequest(PROBLEM, TRACE[:previous], PROBLEM.solution)
-            ),
-            ensure_ascii=False,
-        )
+    for previous, messages, result in zip(CUTS[:-1], shown[:-1], results[1:], strict=True):
+        flat = json.dumps(messages, ensure_ascii=False)
         transcript = json.dumps(TRACE[:previous], ensure_ascii=False)[1:-1]
         assert result.details["shared_prefix_chars"] >= flat.index(transcript) + len(transcript)
 
@@ -234,7 +232,7 @@ def test_model_teacher_uses_one_cached_decider_per_episode(tiny):
     assert teacher.incremental
     naive = NaiveDecider(tiny.model, tiny.tokenizer, max_new_tokens=9, render=tiny.render)
     teacher.reset(0)
-    for messages in prompts(tiny, "default"):
+    for messages in monitor_prompts("paper"):
         (action,) = teacher.act([0], [({}, {"messages": messages})], [7])
         assert bool(action["intervene"]) == naive.decide(messages).intervene
     stats = teacher._deciders[0].stats
@@ -249,7 +247,7 @@ def test_model_teacher_incremental_failure_is_an_episode_error(tiny, monkeypatch
 
     teacher = ModelTeacher(tiny, "monitor", "standard")
     teacher.reset(3)
-    messages = prompts(tiny, "default")[0]
+    messages = monitor_prompts("paper")[0]
     teacher._decider(3, seed=0)
 
     def broken(*args, **kwargs):

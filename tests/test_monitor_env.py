@@ -12,6 +12,7 @@ from gymnasium.utils.env_checker import check_env
 
 import intbench  # noqa: F401  (registers the ids)
 from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.envs.domains.prompting import render_messages
 from intbench.envs.registration import all_env_ids
 from intbench.envs.wrappers import TeacherTextActions
 from intbench.records import Episode, Problem
@@ -304,6 +305,43 @@ def test_episode_record_round_trips_json():
     again = Episode.from_dict(json.loads(full.to_json()))
     assert again == full
     assert "timings" not in info["episode"] and full.timings["post_s"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("variant", "template"),
+    [
+        ("paper", "teacher_standard"),
+        ("v2", "teacher_standard_v2"),
+        ("v3", "teacher_standard_v3"),
+        ("append", "teacher_standard_append"),
+    ],
+)
+def test_teacher_prompt_variants_render_their_template(variant, template):
+    problem = math_problems(1)[0]
+    env = make(problems=[problem], teacher_prompt=variant)
+    _, info = env.reset(seed=0)
+    assert info["messages"] == render_messages(
+        "math",
+        template,
+        problem=problem,
+        transcript=TRACE[:50],
+        chunk_size=50,
+        reference=problem.solution,
+    )
+
+
+def test_oracle_prompt_shows_the_whole_trace_answer_and_verdict():
+    problem = math_problems(1)[0]  # answer 3; the trace answers 5
+    _, info = make("oracle", problems=[problem]).reset(seed=0)
+    assert info["messages"] == render_messages(
+        "math",
+        "teacher_oracle",
+        problem=problem,
+        transcript=TRACE,
+        student_answer="5",
+        verdict="incorrect",
+        reference=problem.solution,
+    )
 
 
 def test_student_failure_is_recorded_not_raised():

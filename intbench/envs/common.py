@@ -1,23 +1,33 @@
-"""Machinery every protocol env shares: problems, models, cached student calls."""
+"""What every protocol env shares: options, problems, models, cached student calls
+and the episode skeleton."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 
 from intbench.agents.backends.loading import backend_name, shared_backend
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.cache import JsonCache, stable_hash
 from intbench.envs import flows
 from intbench.envs.flows import Generate, Verify
-from intbench.records import Attempt, Problem, Verdict
+from intbench.envs.spaces import UnicodeText
+from intbench.records import Attempt, Episode, Problem, Verdict
 from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
+
+# The student's sampling in every protocol (the feedback paper's: T=0.7, top-p 0.95).
+STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
+MAX_MESSAGE = 8_000
+"""Teacher messages are cut to this many characters."""
 
 
 def resolve_problems(
@@ -174,39 +184,114 @@ def parse_message_action(
     return message.strip()[:max_chars], None
 
 
-class FlowEnv(gym.Env):
-    """Base of the protocol envs: their episode logic is written as flows.
+def check_choice(name: str, value: Any, choices: tuple) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
-    Subclasses implement ``reset_flow`` and ``step_flow`` (generators that
-    yield model and verifier requests); ``reset``/``step`` run them directly,
-    and batched drivers (the vector env, the runner) run many at once.
+
+def check_count(name: str, value: Any, minimum: int) -> None:
+    """``value`` must be an int (not a bool) of at least ``minimum``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        kind = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+
+
+@dataclass
+class EnvOptions:
+    """The ``gym.make`` keyword arguments every protocol env takes.
+
+    Each env extends it with its own options; the base env validates them
+    when the env is built, so a bad value fails at ``gym.make``, not at the
+    first ``reset``.
+
+    Args (defaults in brackets):
+        domain: problem domain, set by the registered id [``"math"``].
+        student: model spec or backend for the student [``"smollm2"``].
+        source, split, n, data_seed: where problems come from
+            [``"offline"``, domain default, all, 0]; or pass ``problems``.
+        problems: an explicit list of ``Problem`` (or dicts) instead of a source.
+        judge: model spec or backend for an LLM judge that verifies answers
+            instead of the domain verifier [None].
+        student_sampling: dict of sampling options for the student
+            [T=0.7, top_p=0.95, max_tokens=1024].
+        student_seed: seed of the student's first, cached call; part of the
+            cache key, so all teachers share it per (problem, seed) [0].
+        cache_dir: where student calls are cached
+            [``$INTBENCH_CACHE`` or ``~/.cache/intbench``].
+        render_mode: None or ``"ansi"``.
     """
 
-    def _init_models(
-        self,
-        domain: str,
-        student: str | ChatBackend,
-        problems,
-        source: str,
-        split: str | None,
-        n: int | None,
-        data_seed: int,
-        judge: str | ChatBackend | None,
-        cache_dir: str | None,
-        extra_backends: dict | None = None,
-    ) -> None:
-        """Problems, the student (and judge) models, the cache and the request executor."""
-        self.student_spec = backend_name(student)
-        self.judge_spec = None if judge is None else backend_name(judge)
-        self._pool = ProblemPool(resolve_problems(domain, problems, source, split, n, data_seed))
-        self._cache = JsonCache("student", cache_dir)
+    domain: str = "math"
+    student: str | ChatBackend = "smollm2"
+    source: str = "offline"
+    split: str | None = None
+    n: int | None = None
+    data_seed: int = 0
+    problems: Sequence[Problem | dict] | None = None
+    judge: str | ChatBackend | None = None
+    student_sampling: Mapping[str, Any] | None = None
+    student_seed: int = 0
+    cache_dir: str | None = None
+    render_mode: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {self.render_mode!r}")
+
+
+def message_action_space() -> spaces.Dict:
+    """``{"intervene": 0|1, "message": str}``, the action of every protocol."""
+    return spaces.Dict({"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)})
+
+
+class FlowEnv(gym.Env):
+    """Base of the protocol envs: shared options and models; episodes written as flows.
+
+    A subclass names its options dataclass in ``options_class`` and implements
+    ``reset_flow`` and ``step_flow`` (generators that yield model and verifier
+    requests); ``reset``/``step`` run them directly, and batched drivers (the
+    vector env, the runner) run many at once on the env's public ``executor``.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+    options_class: type[EnvOptions] = EnvOptions
+
+    def __init__(self, **kwargs: Any) -> None:
+        options = self.options_class(**kwargs)
+        self.options = options
+        self.domain = options.domain
+        self.render_mode = options.render_mode
+        self.student_sampling = sampling_from(options.student_sampling, **STUDENT_DEFAULTS)
+        self.student_seed = int(options.student_seed)
+        self.student_spec = backend_name(options.student)
+        self.judge_spec = None if options.judge is None else backend_name(options.judge)
+        self._pool = ProblemPool(
+            resolve_problems(
+                options.domain,
+                options.problems,
+                options.source,
+                options.split,
+                options.n,
+                options.data_seed,
+            )
+        )
+        self._cache = JsonCache("student", options.cache_dir)
         self._verifier = verify
-        if judge is not None:
+        if options.judge is not None:
             from intbench.verifiers.judge import JudgeVerifier
 
-            self._verifier = JudgeVerifier(shared_backend(judge))
-        backends = {"student": shared_backend(student), **(extra_backends or {})}
-        self._executor = flows.RequestExecutor(backends)
+            self._verifier = JudgeVerifier(shared_backend(options.judge))
+        backends = {"student": shared_backend(options.student), **self._role_backends()}
+        # Public: batched drivers serve many envs' flows with one env's executor,
+        # since envs built from the same specs share their backends.
+        self.executor = flows.RequestExecutor(backends)
+        self.last_episode: Episode | None = None
+        self._episode: Episode | None = None
+        self._terminated = False
+
+    def _role_backends(self) -> dict[str, ChatBackend]:
+        """Models for roles other than the student, by role name (the tutor's checker)."""
+        return {}
 
     @property
     def problems(self) -> list[Problem]:
@@ -214,10 +299,10 @@ class FlowEnv(gym.Env):
         return self._pool.problems
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        return flows.run_flow(self.reset_flow(seed=seed, options=options), self._executor)
+        return flows.run_flow(self.reset_flow(seed=seed, options=options), self.executor)
 
     def step(self, action):
-        return flows.run_flow(self.step_flow(action), self._executor)
+        return flows.run_flow(self.step_flow(action), self.executor)
 
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         raise NotImplementedError
@@ -225,6 +310,66 @@ class FlowEnv(gym.Env):
     def step_flow(self, action):
         raise NotImplementedError
 
+    # --------------------------------------------------- the episode skeleton
+    def _draw_problem(self, seed: int | None, options: dict | None) -> Problem:
+        """Seed the env, draw the episode's problem and its first student seed."""
+        gym.Env.reset(self, seed=seed)
+        problem = self._pool.draw(self.np_random, seed is not None, options)
+        self._student_seed = int((options or {}).get("student_seed", self.student_seed))
+        self._terminated = False
+        return problem
+
+    def _new_episode(
+        self, protocol: str, problem: Problem, condition: str, **fields: Any
+    ) -> Episode:
+        """The episode record of a fresh draw; its id is seeded and unique per draw."""
+        draw = int(self.np_random.integers(2**63 - 1))
+        episode_id = hashlib.sha1(f"{problem.id}|{condition}|{draw}".encode()).hexdigest()[:16]
+        return Episode(
+            protocol=protocol,
+            problem_id=problem.id,
+            domain=problem.domain,
+            student=self.student_spec,
+            judge=self.judge_spec,
+            condition=condition,
+            seed=self._student_seed,
+            episode_id=episode_id,
+            **fields,
+        )
+
+    def _check_steppable(self) -> None:
+        if self._episode is None:
+            raise RuntimeError("call reset() before step()")
+        if self._terminated:
+            raise RuntimeError("episode is over; call reset()")
+
+    def _draw_seed(self) -> int:
+        """A sampling seed for a model call after the first, from the env's generator."""
+        return int(self.np_random.integers(2**31 - 1))
+
+    def _cached_student_call(self, messages: list[dict], sampling: SamplingParams, problem):
+        """Flow: the student's first, cached answer -> ``(attempt, from_cache)``."""
+        return (
+            yield from cached_student_call(
+                self._cache, self.student_spec, messages, sampling, problem, self._verifier
+            )
+        )
+
+    def _student_attempt(self, messages: list[dict], sampling: SamplingParams, problem):
+        """Flow: a fresh student answer to ``messages``, verified unless generation failed."""
+        completion = yield Generate("student", messages, sampling)
+        verdict = None
+        if not completion.error:
+            verdict = yield Verify(problem, completion.text, self._verifier)
+        return attempt_from(completion, verdict)
+
+    def _end_info(self, info: dict, episode: Episode) -> dict:
+        """``info`` at the last step: the record without wall-clock timings, which stay
+        out so that seeded runs compare equal (the full record is ``last_episode``)."""
+        self.last_episode = episode
+        info["episode"] = {k: v for k, v in episode.to_dict().items() if k != "timings"}
+        return info
+
     def close(self):
-        self._executor.close()
+        self.executor.close()
         super().close()

@@ -34,29 +34,30 @@ end, the ``episode`` record (without wall-clock timings; the full record is
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-import gymnasium as gym
 from gymnasium import spaces
 
-from intbench.agents.base import ChatBackend
 from intbench.agents.parsing import parse_feedback
 from intbench.envs import flows
 from intbench.envs.common import (
+    MAX_MESSAGE,
+    EnvOptions,
     FlowEnv,
-    attempt_from,
-    cached_student_call,
+    check_choice,
+    check_count,
+    message_action_space,
     parse_message_action,
     sampling_from,
 )
 from intbench.envs.domains.prompting import render_messages
+from intbench.envs.domains.registry import get_domain
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.records import Attempt, Episode, FeedbackTurn, Problem
+from intbench.records import Attempt, FeedbackTurn
 from intbench.verifiers.leakage import answer_leaked
 
 logger = logging.getLogger(__name__)
@@ -65,21 +66,16 @@ MODES = ("teacher", "self_refine", "self_feedback")
 REFERENCE_KINDS = ("none", "answer", "solution")
 EXECUTION_CONTEXTS = ("structured", "feedback", "traceback", "none")
 REWARDS = ("success", "auc")
-CODE_DOMAINS = ("codeforces", "debug")
-MAX_MESSAGE = 8_000
-
-# The feedback paper's sampling: student T=0.7, top-p 0.95; teacher T=1.0.
-STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
+# The feedback paper's teacher sampling (its student's is STUDENT_DEFAULTS).
 TEACHER_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 512}
 
 
-class FeedbackEnv(FlowEnv):
-    """Multi-attempt student-teacher loop with verifier-gated feedback.
+@dataclass
+class FeedbackOptions(EnvOptions):
+    """The feedback env's ``gym.make`` keyword arguments (defaults in brackets),
+    besides those of :class:`~intbench.envs.common.EnvOptions`.
 
-    Args (``gym.make`` keyword arguments; defaults in brackets):
-        domain: set by the registered id.
-        student: model spec or backend [``"smollm2"``].
-        source, split, n, data_seed, problems: as in the monitor env.
+    Args:
         k_max: maximum number of attempts [10].
         history: how many past turns (attempt + feedback) the student and the
             teacher see, the latest included; the task prompt is always kept [1].
@@ -90,60 +86,46 @@ class FeedbackEnv(FlowEnv):
             ``"none"`` [``"feedback"``].
         mode: ``"teacher"``, ``"self_refine"`` or ``"self_feedback"`` [``"teacher"``].
         reward: ``"success"`` or ``"auc"`` [``"success"``].
-        student_sampling, teacher_sampling: sampling options (the teacher's
-            are used when the student model writes feedback in ``self_feedback``).
-        student_seed: seed of attempt 1, which is cached and shared by all
-            teachers and modes [0].
-        judge: model spec or backend verifying answers instead of the domain verifier.
-        cache_dir: cache location.
+        teacher_sampling: sampling options used when the student model writes
+            feedback in ``self_feedback`` [T=1.0, top_p=1.0, 512 tokens].
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    k_max: int = 10
+    history: int = 1
+    teacher_reference: str = "none"
+    execution_context: str = "feedback"
+    mode: str = "teacher"
+    reward: str = "success"
+    teacher_sampling: Mapping[str, Any] | None = None
 
-    def __init__(
-        self,
-        domain: str = "math",
-        student: str | ChatBackend = "smollm2",
-        source: str = "offline",
-        split: str | None = None,
-        n: int | None = None,
-        data_seed: int = 0,
-        problems: Sequence[Problem | dict] | None = None,
-        k_max: int = 10,
-        history: int = 1,
-        teacher_reference: str = "none",
-        execution_context: str = "feedback",
-        mode: str = "teacher",
-        reward: str = "success",
-        student_sampling: Mapping[str, Any] | None = None,
-        teacher_sampling: Mapping[str, Any] | None = None,
-        student_seed: int = 0,
-        judge: str | ChatBackend | None = None,
-        cache_dir: str | None = None,
-        render_mode: str | None = None,
-    ):
-        _check_choice("mode", mode, MODES)
-        _check_choice("teacher_reference", teacher_reference, REFERENCE_KINDS)
-        _check_choice("execution_context", execution_context, EXECUTION_CONTEXTS)
-        _check_choice("reward", reward, REWARDS)
-        if not isinstance(k_max, int) or k_max < 1:
-            raise ValueError(f"k_max must be a positive int, got {k_max!r}")
-        if not isinstance(history, int) or history < 1:
-            raise ValueError(f"history must be a positive int, got {history!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        self.domain = domain
-        self.k_max = k_max
-        self.history = history
-        self.teacher_reference = teacher_reference
-        self.execution_context = execution_context
-        self.mode = mode
-        self.reward_kind = reward
-        self.render_mode = render_mode
-        self.student_sampling = sampling_from(student_sampling, **STUDENT_DEFAULTS)
-        self.teacher_sampling = sampling_from(teacher_sampling, **TEACHER_DEFAULTS)
-        self.student_seed = int(student_seed)
-        self._init_models(domain, student, problems, source, split, n, data_seed, judge, cache_dir)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("mode", self.mode, MODES)
+        check_choice("teacher_reference", self.teacher_reference, REFERENCE_KINDS)
+        check_choice("execution_context", self.execution_context, EXECUTION_CONTEXTS)
+        check_choice("reward", self.reward, REWARDS)
+        check_count("k_max", self.k_max, 1)
+        check_count("history", self.history, 1)
+
+
+class FeedbackEnv(FlowEnv):
+    """Multi-attempt student-teacher loop with verifier-gated feedback.
+
+    ``gym.make`` keyword arguments: :class:`FeedbackOptions`.
+    """
+
+    options_class = FeedbackOptions
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        options = self.options
+        self.k_max = options.k_max
+        self.history = options.history
+        self.teacher_reference = options.teacher_reference
+        self.execution_context = options.execution_context
+        self.mode = options.mode
+        self.reward_kind = options.reward
+        self.teacher_sampling = sampling_from(options.teacher_sampling, **TEACHER_DEFAULTS)
 
         self.observation_space = spaces.Dict(
             {
@@ -156,31 +138,19 @@ class FeedbackEnv(FlowEnv):
                 "solved": spaces.Discrete(2),
             }
         )
-        self.action_space = spaces.Dict(
-            {"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)}
-        )
-        self.last_episode: Episode | None = None
-        self._episode: Episode | None = None
+        self.action_space = message_action_space()
 
     # ------------------------------------------------------------------ reset
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         """Flow version of :meth:`reset` (draws the problem; attempt 1 happens at step 1)."""
-        gym.Env.reset(self, seed=seed)
-        problem = self._pool.draw(self.np_random, seed is not None, options)
+        problem = self._draw_problem(seed, options)
         self._problem = problem
         self._attempts: list[Attempt] = []
         self._feedback: list[str | None] = []
-        self._terminated = False
-        self._student_seed = int((options or {}).get("student_seed", self.student_seed))
-        draw = int(self.np_random.integers(2**63 - 1))
-        self._episode = Episode(
-            protocol="feedback",
-            problem_id=problem.id,
-            domain=problem.domain,
-            student=self.student_spec,
-            judge=self.judge_spec,
-            condition=self.mode,
-            seed=self._student_seed,
+        self._episode = self._new_episode(
+            "feedback",
+            problem,
+            self.mode,
             config={
                 "k_max": self.k_max,
                 "history": self.history,
@@ -198,7 +168,6 @@ class FeedbackEnv(FlowEnv):
             },
             timings={"student_s": 0.0},
             metadata={"problem": problem.metadata},
-            episode_id=hashlib.sha1(f"{problem.id}|{self.mode}|{draw}".encode()).hexdigest()[:16],
         )
         return self._observation(), self._info()
         yield  # a flow, though resetting needs no model call
@@ -206,10 +175,7 @@ class FeedbackEnv(FlowEnv):
     # ------------------------------------------------------------------- step
     def step_flow(self, action):
         """Flow version of :meth:`step`."""
-        if self._episode is None:
-            raise RuntimeError("call reset() before step()")
-        if self._terminated:
-            raise RuntimeError("episode is over; call reset()")
+        self._check_steppable()
         episode = self._episode
         action_error = None
         feedback = None
@@ -226,7 +192,7 @@ class FeedbackEnv(FlowEnv):
                 )
             )
         started = time.perf_counter()
-        attempt = yield from self._student_attempt(feedback)
+        attempt = yield from self._next_attempt(feedback)
         episode.timings["student_s"] += time.perf_counter() - started
         self._attempts.append(attempt)
         episode.attempts.append(attempt)
@@ -256,8 +222,7 @@ class FeedbackEnv(FlowEnv):
             info["action_error"] = action_error
             logger.info("malformed feedback action on %s: %s", self._problem.id, action_error)
         if self._terminated:
-            self.last_episode = episode
-            info["episode"] = {key: v for key, v in episode.to_dict().items() if key != "timings"}
+            self._end_info(info, episode)
         return self._observation(), reward, self._terminated, False, info
 
     def _feedback_for_turn(self, action):
@@ -266,7 +231,7 @@ class FeedbackEnv(FlowEnv):
             return None, "none", None
         if self.mode == "self_feedback":
             messages = self._teacher_messages("feedback_self_feedback")
-            sampling = replace(self.teacher_sampling, seed=int(self.np_random.integers(2**31 - 1)))
+            sampling = replace(self.teacher_sampling, seed=self._draw_seed())
             completion = yield flows.Generate("student", messages, sampling)
             self._episode.tokens["feedback_prompt"] += completion.prompt_tokens
             self._episode.tokens["feedback_completion"] += completion.completion_tokens
@@ -278,15 +243,13 @@ class FeedbackEnv(FlowEnv):
         )
         return message, "teacher" if message else "none", error
 
-    def _student_attempt(self, feedback: str | None):
+    def _next_attempt(self, feedback: str | None):
         """Flow: the next attempt, verified.  Attempt 1 is cached and shared."""
         problem = self._problem
         if not self._attempts:
             messages = render_messages(problem.domain, "feedback_student", problem=problem)
             sampling = replace(self.student_sampling, seed=self._student_seed)
-            attempt, _ = yield from cached_student_call(
-                self._cache, self.student_spec, messages, sampling, problem, self._verifier
-            )
+            attempt, _ = yield from self._cached_student_call(messages, sampling, problem)
             return attempt
         messages = render_messages(
             problem.domain,
@@ -295,12 +258,8 @@ class FeedbackEnv(FlowEnv):
             history=self._visible_turns(include_feedback_of_latest=False),
             feedback_text=feedback,
         )
-        sampling = replace(self.student_sampling, seed=int(self.np_random.integers(2**31 - 1)))
-        completion = yield flows.Generate("student", messages, sampling)
-        verdict = None
-        if not completion.error:
-            verdict = yield flows.Verify(problem, completion.text, self._verifier)
-        return attempt_from(completion, verdict)
+        sampling = replace(self.student_sampling, seed=self._draw_seed())
+        return (yield from self._student_attempt(messages, sampling, problem))
 
     # ------------------------------------------------------- observation/info
     def _visible_turns(self, include_feedback_of_latest: bool) -> list[dict]:
@@ -329,13 +288,14 @@ class FeedbackEnv(FlowEnv):
         verdict = self._attempts[-1].verdict
         if verdict is None:
             return None
-        if self._problem.domain in CODE_DOMAINS:
+        kind = get_domain(self._problem.domain).kind
+        if kind == "code":
             if self.execution_context == "none" or "passed" not in verdict.details:
                 return None
             from intbench.verifiers.code import render_execution_context
 
             return render_execution_context(verdict.details, self.execution_context)
-        if self._problem.domain == "arc":
+        if kind == "grid":
             return verdict.feedback or None
         return None
 
@@ -389,7 +349,3 @@ class FeedbackEnv(FlowEnv):
                 lines.append(f"-- feedback:\n{self._feedback[i]}")
         return "\n".join(lines)
 
-
-def _check_choice(name: str, value: Any, choices: tuple) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")

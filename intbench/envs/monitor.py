@@ -41,30 +41,30 @@ full record is ``env.unwrapped.last_episode``).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from intbench.agents.base import ChatBackend
 from intbench.envs import flows
 from intbench.envs.common import (
+    MAX_MESSAGE,
+    EnvOptions,
     FlowEnv,
     attempt_from,
-    cached_student_call,
-    sampling_from,
+    check_choice,
+    message_action_space,
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.increments import cut_points, parse_increment
 from intbench.envs.quotes import QuoteMatch, final_answer_start, locate_quote
 from intbench.envs.rewards import monitor_components, resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.records import Episode, Intervention, MonitorStep, Problem
+from intbench.records import Intervention, MonitorStep, Problem
 from intbench.verifiers.leakage import answer_leaked
 
 logger = logging.getLogger(__name__)
@@ -80,20 +80,14 @@ TEACHER_PROMPTS = {
 
 VERDICT_CODES = {"incorrect": 0, "correct": 1}
 HIDDEN = 2
-MAX_MESSAGE = 8_000
-
-STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
 
 
-class MonitorEnv(FlowEnv):
-    """A teacher watches a student's reasoning and decides whether, when and how to intervene.
+@dataclass
+class MonitorOptions(EnvOptions):
+    """The monitor env's ``gym.make`` keyword arguments (defaults in brackets),
+    besides those of :class:`~intbench.envs.common.EnvOptions`.
 
-    Args (all ``gym.make`` keyword arguments; defaults in brackets):
-        domain: problem domain, set by the registered id.
-        student: model spec or backend for the student [``"smollm2"``].
-        source, split, n, data_seed: where problems come from
-            [``"offline"``, domain default, all, 0]; or pass ``problems``.
-        problems: an explicit list of ``Problem`` (or dicts) instead of a source.
+    Args:
         condition: ``"standard"`` or ``"oracle"`` [``"standard"``].
         increment: reveal unit: characters (int), ``"sentence"``, ``"tokens:N"`` [50].
         post: after an intervention the student ``"continue"``s its reasoning or
@@ -105,61 +99,44 @@ class MonitorEnv(FlowEnv):
             a growing prefix) [``"paper"``].
         reward: ``"helpfulness"``, ``"success"``, ``"pedagogical"`` or a
             ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"helpfulness"``].
-        judge: model spec or backend for an LLM judge that verifies answers
-            instead of the domain verifier [None].
-        student_sampling: dict of sampling options for the student
-            [T=0.7, top_p=0.95, max_tokens=1024].
-        student_seed: seed of the baseline generation; part of the cache key,
-            so all teachers share one baseline per (problem, seed) [0].
-        cache_dir: where baselines are cached [``$INTBENCH_CACHE`` or ``~/.cache/intbench``].
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    condition: str = "standard"
+    increment: int | str = 50
+    post: str = "continue"
+    teacher_access: bool = True
+    teacher_prompt: str = "paper"
+    reward: str | Mapping[str, float] = "helpfulness"
 
-    def __init__(
-        self,
-        domain: str = "math",
-        student: str | ChatBackend = "smollm2",
-        source: str = "offline",
-        split: str | None = None,
-        n: int | None = None,
-        data_seed: int = 0,
-        problems: Sequence[Problem | dict] | None = None,
-        condition: str = "standard",
-        increment: int | str = 50,
-        post: str = "continue",
-        teacher_access: bool = True,
-        teacher_prompt: str = "paper",
-        reward: str | Mapping[str, float] = "helpfulness",
-        judge: str | ChatBackend | None = None,
-        student_sampling: Mapping[str, Any] | None = None,
-        student_seed: int = 0,
-        cache_dir: str | None = None,
-        render_mode: str | None = None,
-    ):
-        if condition not in CONDITIONS:
-            raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
-        if post not in POST_STRATEGIES:
-            raise ValueError(f"post must be one of {POST_STRATEGIES}, got {post!r}")
-        if teacher_prompt not in TEACHER_PROMPTS:
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("condition", self.condition, CONDITIONS)
+        check_choice("post", self.post, POST_STRATEGIES)
+        if self.teacher_prompt not in TEACHER_PROMPTS:
             raise ValueError(
-                f"teacher_prompt must be one of {sorted(TEACHER_PROMPTS)}, got {teacher_prompt!r}"
+                f"teacher_prompt must be one of {sorted(TEACHER_PROMPTS)}, "
+                f"got {self.teacher_prompt!r}"
             )
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        parse_increment(increment)  # fail at construction, not at the first reset
+        parse_increment(self.increment)
 
-        self.domain = domain
-        self.condition = condition
-        self.increment = increment
-        self.post = post
-        self.teacher_access = bool(teacher_access)
-        self.teacher_prompt = teacher_prompt
-        self.reward_weights = resolve_weights(reward)
-        self.render_mode = render_mode
-        self.student_sampling = sampling_from(student_sampling, **STUDENT_DEFAULTS)
-        self.student_seed = int(student_seed)
-        self._init_models(domain, student, problems, source, split, n, data_seed, judge, cache_dir)
+
+class MonitorEnv(FlowEnv):
+    """A teacher watches a student's reasoning and decides whether, when and how to intervene.
+
+    ``gym.make`` keyword arguments: :class:`MonitorOptions`.
+    """
+
+    options_class = MonitorOptions
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        options = self.options
+        self.condition = options.condition
+        self.increment = options.increment
+        self.post = options.post
+        self.teacher_access = bool(options.teacher_access)
+        self.teacher_prompt = options.teacher_prompt
+        self.reward_weights = resolve_weights(options.reward)
 
         self.observation_space = spaces.Dict(
             {
@@ -173,44 +150,32 @@ class MonitorEnv(FlowEnv):
                 "finished": spaces.Discrete(2),
             }
         )
-        action = {"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)}
-        if condition == "oracle":
+        action = message_action_space()
+        if self.condition == "oracle":
             action["position"] = spaces.Box(low=-1, high=2**31 - 1, shape=(), dtype=np.int64)
             action["quote"] = UnicodeText(1_000)
-        self.action_space = spaces.Dict(action)
-
-        self.last_episode: Episode | None = None
-        self._episode: Episode | None = None
+        self.action_space = action
         self._problem: Problem | None = None
 
     # ------------------------------------------------------------------ reset
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         """Flow version of :meth:`reset`, for drivers that batch many envs' model calls."""
-        gym.Env.reset(self, seed=seed)
-        problem = self._pool.draw(self.np_random, seed is not None, options)
+        problem = self._draw_problem(seed, options)
         started = time.perf_counter()
         messages = render_messages(problem.domain, "student_baseline", problem=problem)
-        student_seed = int((options or {}).get("student_seed", self.student_seed))
-        sampling = _with_seed(self.student_sampling, student_seed)
-        baseline, from_cache = yield from cached_student_call(
-            self._cache, self.student_spec, messages, sampling, problem, self._verifier
-        )
+        sampling = replace(self.student_sampling, seed=self._student_seed)
+        baseline, from_cache = yield from self._cached_student_call(messages, sampling, problem)
         self._problem = problem
         self._trace = baseline.text
         self._cuts = cut_points(self._trace, self.increment, self._token_offsets())
         self._cursor = 0 if self.condition == "standard" else len(self._cuts) - 1
         self._baseline_correct = baseline.correct
         self._verdict_code = VERDICT_CODES.get(baseline.status, HIDDEN)
-        self._terminated = False
         self._prompt_parts = None
-        self._episode = Episode(
-            protocol="monitor",
-            problem_id=problem.id,
-            domain=problem.domain,
-            student=self.student_spec,
-            judge=self.judge_spec,
-            condition=self.condition,
-            seed=student_seed,
+        self._episode = self._new_episode(
+            "monitor",
+            problem,
+            self.condition,
             config={
                 "increment": self.increment,
                 "post": self.post,
@@ -228,19 +193,13 @@ class MonitorEnv(FlowEnv):
             timings={"baseline_s": time.perf_counter() - started},
             metadata={"problem": problem.metadata, "baseline_from_cache": from_cache},
             error=f"student failed on the baseline: {baseline.error}" if baseline.error else None,
-            episode_id=self._episode_id(problem),
         )
         if baseline.error:
             logger.warning("baseline generation failed for %s: %s", problem.id, baseline.error)
         return self._observation(), self._info()
 
-    def _episode_id(self, problem: Problem) -> str:
-        # Deterministic for a seeded run, unique per draw.
-        draw = int(self.np_random.integers(2**63 - 1))
-        return hashlib.sha1(f"{problem.id}|{self.condition}|{draw}".encode()).hexdigest()[:16]
-
     def _token_offsets(self):
-        tokenizer = getattr(self._executor.backends["student"], "tokenizer", None)
+        tokenizer = getattr(self.executor.backends["student"], "tokenizer", None)
         if tokenizer is None or parse_increment(self.increment)[0] != "tokens":
             return None
 
@@ -253,10 +212,7 @@ class MonitorEnv(FlowEnv):
     # ------------------------------------------------------------------- step
     def step_flow(self, action):
         """Flow version of :meth:`step` (for batched drivers)."""
-        if self._episode is None:
-            raise RuntimeError("call reset() before step()")
-        if self._terminated:
-            raise RuntimeError("episode is over; call reset()")
+        self._check_steppable()
         intervene, message, position, quote, action_error = self._parse_action(action)
         if action_error:
             logger.info("malformed action on %s: %s", self._problem.id, action_error)
@@ -287,7 +243,7 @@ class MonitorEnv(FlowEnv):
             info["action_error"] = action_error
         if self._terminated:
             info["reward_components"] = dict(self._episode.reward_components)
-            info["episode"] = {k: v for k, v in self._episode.to_dict().items() if k != "timings"}
+            self._end_info(info, self._episode)
         reward = self._episode.reward if self._terminated else 0.0
         return self._observation(), reward, self._terminated, False, info
 
@@ -355,7 +311,7 @@ class MonitorEnv(FlowEnv):
                     prefix=self._trace[:position],
                     message=message,
                 )
-                sampling = _with_seed(self.student_sampling, self._continuation_seed())
+                sampling = replace(self.student_sampling, seed=self._draw_seed())
                 completion = yield flows.Generate("student", messages, sampling)
                 verdict = None
                 if completion.error:
@@ -376,10 +332,6 @@ class MonitorEnv(FlowEnv):
         if episode.baseline is not None and episode.baseline.status == "error":
             episode.error = episode.error or "grader error on the baseline"
         self._terminated = True
-        self.last_episode = episode
-
-    def _continuation_seed(self) -> int:
-        return int(self.np_random.integers(2**31 - 1))
 
     # ------------------------------------------------------- observation/info
     def _observation(self) -> dict:
@@ -469,8 +421,3 @@ _MARKER = "\x00TRANSCRIPT\x00"
 def _split_on_marker(messages: list[dict]) -> list[tuple[str, list[str]]]:
     return [(m["role"], m["content"].split(_MARKER)) for m in messages]
 
-
-def _with_seed(sampling, seed: int):
-    from dataclasses import replace
-
-    return replace(sampling, seed=seed)

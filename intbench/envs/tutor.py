@@ -44,129 +44,102 @@ one, ``condition`` ``"ideation"`` or ``"solo"``.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-import gymnasium as gym
 from gymnasium import spaces
 
+from intbench.agents.backends import backend_name, shared_backend
 from intbench.agents.base import ChatBackend
 from intbench.agents.parsing import strip_think
 from intbench.envs import flows
 from intbench.envs.common import (
+    MAX_MESSAGE,
+    EnvOptions,
     FlowEnv,
-    attempt_from,
-    backend_name,
-    cached_student_call,
+    check_count,
+    message_action_space,
     parse_message_action,
     sampling_from,
-    shared_backend,
 )
 from intbench.envs.domains.prompting import render_messages
+from intbench.envs.domains.registry import get_domain
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.records import Attempt, Episode, Problem, TutorStep
+from intbench.records import Attempt, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
 
 logger = logging.getLogger(__name__)
 
-CODE_DOMAINS = ("codeforces", "debug")
 # KITE's submission budgets: 10 for code, 5 for math.
 DEFAULT_SUBMISSIONS = {"code": 10, "other": 5}
-MAX_MESSAGE = 8_000
 WITHHELD_NOTE = "(The teacher's message was withheld by the checker.)"
 NOT_ACCEPTED = "not accepted"
 
-STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
 # Ideation messages and notes are short; a long one is cut rather than waited for.
 IDEATION_MAX_TOKENS = 256
 CHECKER_DEFAULTS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 128}
 
 
-class TutorEnv(FlowEnv):
-    """Two-phase KITE episode: checked ideation dialogue, then independent solving.
+@dataclass
+class TutorOptions(EnvOptions):
+    """The tutor env's ``gym.make`` keyword arguments (defaults in brackets),
+    besides those of :class:`~intbench.envs.common.EnvOptions`.
 
-    Args (``gym.make`` keyword arguments; defaults in brackets):
-        domain: set by the registered id.
-        student: model spec or backend [``"smollm2"``].
-        source, split, n, data_seed, problems: as in the monitor env.
+    Args:
         ideation_turns: teacher messages in phase 1; 0 is the solo condition [3].
         checker: ``"rules"`` or a model spec/backend for the LLM checker [``"rules"``].
         submissions: phase-2 submission budget [10 for code domains, else 5].
         notes: the student keeps a plan in its own words for phase 2 [True].
-        student_sampling: sampling options of the student [T=0.7, top_p=0.95, 1024 tokens].
         checker_sampling: sampling options of the LLM checker [greedy, 128 tokens].
-        student_seed: seed of the first phase-2 submission, cached and shared
-            by every episode with the same solve prompt [0].
-        judge: model spec or backend verifying answers instead of the domain verifier.
-        cache_dir: cache location.
+
+    ``student_seed`` seeds the first phase-2 submission, cached and shared by
+    every episode with the same solve prompt.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    ideation_turns: int = 3
+    checker: str | ChatBackend = "rules"
+    submissions: int | None = None
+    notes: bool = True
+    checker_sampling: Mapping[str, Any] | None = None
 
-    def __init__(
-        self,
-        domain: str = "math",
-        student: str | ChatBackend = "smollm2",
-        source: str = "offline",
-        split: str | None = None,
-        n: int | None = None,
-        data_seed: int = 0,
-        problems: Sequence[Problem | dict] | None = None,
-        ideation_turns: int = 3,
-        checker: str | ChatBackend = "rules",
-        submissions: int | None = None,
-        notes: bool = True,
-        student_sampling: Mapping[str, Any] | None = None,
-        checker_sampling: Mapping[str, Any] | None = None,
-        student_seed: int = 0,
-        judge: str | ChatBackend | None = None,
-        cache_dir: str | None = None,
-        render_mode: str | None = None,
-    ):
-        if (
-            not isinstance(ideation_turns, int)
-            or isinstance(ideation_turns, bool)
-            or ideation_turns < 0
-        ):
-            raise ValueError(f"ideation_turns must be an int >= 0, got {ideation_turns!r}")
-        if submissions is None:
-            submissions = DEFAULT_SUBMISSIONS["code" if domain in CODE_DOMAINS else "other"]
-        if not isinstance(submissions, int) or isinstance(submissions, bool) or submissions < 1:
-            raise ValueError(f"submissions must be a positive int, got {submissions!r}")
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_count("ideation_turns", self.ideation_turns, 0)
+        if self.submissions is not None:
+            check_count("submissions", self.submissions, 1)
+        checker = self.checker
         if checker == "" or not (isinstance(checker, str) or hasattr(checker, "generate")):
             raise ValueError(f"checker must be 'rules', a model spec or a backend, got {checker!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        self.domain = domain
-        self.ideation_turns = ideation_turns
+
+
+class TutorEnv(FlowEnv):
+    """Two-phase KITE episode: checked ideation dialogue, then independent solving.
+
+    ``gym.make`` keyword arguments: :class:`TutorOptions`.
+    """
+
+    options_class = TutorOptions
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        options = self.options
+        domain = options.domain
+        submissions = options.submissions
+        if submissions is None:
+            kind = get_domain(domain).kind
+            submissions = DEFAULT_SUBMISSIONS["code" if kind == "code" else "other"]
+        self.ideation_turns = options.ideation_turns
         self.submissions = submissions
-        self.notes = bool(notes)
-        self.render_mode = render_mode
-        self.student_sampling = sampling_from(student_sampling, **STUDENT_DEFAULTS)
+        self.notes = bool(options.notes)
         self.ideation_sampling = replace(
             self.student_sampling,
             max_tokens=min(self.student_sampling.max_tokens, IDEATION_MAX_TOKENS),
         )
-        self.checker_sampling = sampling_from(checker_sampling, **CHECKER_DEFAULTS)
-        self.student_seed = int(student_seed)
-        self.checker_spec = "rules" if checker == "rules" else backend_name(checker)
-        checker_backend = {} if checker == "rules" else {"checker": shared_backend(checker)}
-        self._init_models(
-            domain,
-            student,
-            problems,
-            source,
-            split,
-            n,
-            data_seed,
-            judge,
-            cache_dir,
-            checker_backend,
-        )
+        self.checker_sampling = sampling_from(options.checker_sampling, **CHECKER_DEFAULTS)
+        self.checker_spec = "rules" if options.checker == "rules" else backend_name(options.checker)
 
         self.observation_space = spaces.Dict(
             {
@@ -179,35 +152,27 @@ class TutorEnv(FlowEnv):
                 "solved": spaces.Discrete(2),
             }
         )
-        self.action_space = spaces.Dict(
-            {"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)}
-        )
-        self.last_episode: Episode | None = None
-        self._episode: Episode | None = None
+        self.action_space = message_action_space()
+
+    def _role_backends(self) -> dict[str, ChatBackend]:
+        checker = self.options.checker
+        return {} if checker == "rules" else {"checker": shared_backend(checker)}
 
     # ------------------------------------------------------------------ reset
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         """Flow version of :meth:`reset`: draws the problem; the student opens the dialogue."""
-        gym.Env.reset(self, seed=seed)
-        problem = self._pool.draw(self.np_random, seed is not None, options)
+        problem = self._draw_problem(seed, options)
         self._problem = problem
         self._dialogue: list[dict] = []  # {"role", "content", "withheld", "reason"}
         self._attempts: list[Attempt] = []
         self._turn = 0
         self._withheld = 0
         self._last_check: CheckResult | None = None
-        self._terminated = False
-        self._student_seed = int((options or {}).get("student_seed", self.student_seed))
         condition = "ideation" if self.ideation_turns else "solo"
-        draw = int(self.np_random.integers(2**63 - 1))
-        self._episode = Episode(
-            protocol="tutor",
-            problem_id=problem.id,
-            domain=problem.domain,
-            student=self.student_spec,
-            judge=self.judge_spec,
-            condition=condition,
-            seed=self._student_seed,
+        self._episode = self._new_episode(
+            "tutor",
+            problem,
+            condition,
             config={
                 "ideation_turns": self.ideation_turns,
                 "checker": self.checker_spec,
@@ -224,7 +189,6 @@ class TutorEnv(FlowEnv):
             },
             timings={"ideation_s": 0.0, "solve_s": 0.0},
             metadata={"problem": problem.metadata, "notes": None, "withheld": 0},
-            episode_id=hashlib.sha1(f"{problem.id}|{condition}|{draw}".encode()).hexdigest()[:16],
         )
         if self.ideation_turns:
             yield from self._student_says(final=False)
@@ -233,10 +197,7 @@ class TutorEnv(FlowEnv):
     # ------------------------------------------------------------------- step
     def step_flow(self, action):
         """Flow version of :meth:`step`."""
-        if self._episode is None:
-            raise RuntimeError("call reset() before step()")
-        if self._terminated:
-            raise RuntimeError("episode is over; call reset()")
+        self._check_steppable()
         episode = self._episode
         action_error = None
         self._last_check = None
@@ -270,8 +231,7 @@ class TutorEnv(FlowEnv):
             info["action_error"] = action_error
             logger.info("malformed tutor action on %s: %s", self._problem.id, action_error)
         if self._terminated:
-            self.last_episode = episode
-            info["episode"] = {key: v for key, v in episode.to_dict().items() if key != "timings"}
+            self._end_info(info, episode)
         return self._observation(), reward, self._terminated, False, info
 
     # ------------------------------------------------------------- ideation
@@ -284,7 +244,7 @@ class TutorEnv(FlowEnv):
             dialogue=self._view("student"),
             final=final,
         )
-        sampling = replace(self.ideation_sampling, seed=int(self.np_random.integers(2**31 - 1)))
+        sampling = replace(self.ideation_sampling, seed=self._draw_seed())
         completion = yield flows.Generate("student", messages, sampling)
         self._count_tokens("student", completion)
         if completion.error:
@@ -343,20 +303,10 @@ class TutorEnv(FlowEnv):
             )
             if k == 1:
                 sampling = replace(self.student_sampling, seed=self._student_seed)
-                attempt, _ = yield from cached_student_call(
-                    self._cache, self.student_spec, messages, sampling, problem, self._verifier
-                )
+                attempt, _ = yield from self._cached_student_call(messages, sampling, problem)
             else:
-                sampling = replace(
-                    self.student_sampling, seed=int(self.np_random.integers(2**31 - 1))
-                )
-                completion = yield flows.Generate("student", messages, sampling)
-                verdict = (
-                    None
-                    if completion.error
-                    else (yield flows.Verify(problem, completion.text, self._verifier))
-                )
-                attempt = attempt_from(completion, verdict)
+                sampling = replace(self.student_sampling, seed=self._draw_seed())
+                attempt = yield from self._student_attempt(messages, sampling, problem)
             self._attempts.append(attempt)
             episode.attempts.append(attempt)
             episode.tokens["student_prompt"] += attempt.prompt_tokens

@@ -28,7 +28,7 @@ class BatchedVectorEnv(SyncVectorEnv):
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], copy: bool = True):
         super().__init__(env_fns, copy=copy, autoreset_mode=AutoresetMode.NEXT_STEP)
         self._flow_envs = [env.unwrapped for env in self.envs]
-        self._executor = self._flow_envs[0]._executor
+        self.executor = self._flow_envs[0].executor
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -52,7 +52,7 @@ class BatchedVectorEnv(SyncVectorEnv):
         self._autoreset_envs[indices] = False
         results = run_flows(
             [self._flow_envs[i].reset_flow(seed=seeds[i], options=options) for i in indices],
-            self._executor,
+            self.executor,
         )
         infos: dict[str, Any] = {}
         for i, (obs, info) in zip(indices, results, strict=True):
@@ -68,7 +68,7 @@ class BatchedVectorEnv(SyncVectorEnv):
             for i, env in enumerate(self._flow_envs)
         ]
         infos: dict[str, Any] = {}
-        for i, result in enumerate(run_flows(env_flows, self._executor)):
+        for i, result in enumerate(run_flows(env_flows, self.executor)):
             if resetting[i]:
                 self._env_obs[i], info = result
                 self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False

@@ -34,10 +34,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from intbench.agents.backends import backend_name, shared_backend
 from intbench.agents.base import ChatBackend, SamplingParams
 from intbench.cache import JsonCache, stable_hash
 from intbench.envs import flows
-from intbench.envs.common import backend_name, cached_student_call, sampling_from, shared_backend
+from intbench.envs.common import STUDENT_DEFAULTS, cached_student_call, sampling_from
 from intbench.envs.domains.prompting import render_messages
 from intbench.generalization.variant_set import variants_by_original
 from intbench.metrics.generalization import CONTEXTS, PROTOCOL
@@ -55,7 +56,6 @@ from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
 
-STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}  # as the monitor env
 BATCH_SIZE = 16  # records whose student calls go out together
 
 

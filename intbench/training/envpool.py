@@ -51,7 +51,7 @@ class EnvPool:
             return []
         # Every env of the pool shares the same backends (shared_backend), so
         # the first env's executor serves them all, as in the batched vector env.
-        return flows.run_flows(env_flows, self.take(1)[0]._executor)
+        return flows.run_flows(env_flows, self.take(1)[0].executor)
 
     def problem_count(self) -> int:
         """How many problems the envs draw from."""
