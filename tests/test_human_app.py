@@ -1,4 +1,5 @@
-"""The human-study web app over HTTP (Flask test client): whole sessions, restarts, bad input."""
+"""The human-study web app over HTTP (Flask test client): whole sessions, restarts, bad input,
+and the session, CSRF, origin and replay rules."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ pytest.importorskip("flask")
 
 from intbench.agents.backends.scripted import ScriptedBackend  # noqa: E402
 from intbench.human import Study, StudyConfig  # noqa: E402
-from intbench.human.app import create_app  # noqa: E402
+from intbench.human.app import CSRF_FIELD, create_app  # noqa: E402
 from intbench.human.content import CHECK, MAX_TEXT  # noqa: E402
 from intbench.human.storage import StudyMismatchError  # noqa: E402
 from intbench.records import Episode, Problem  # noqa: E402
@@ -71,13 +72,52 @@ def study(tmp_path):
     s.close()
 
 
-def client_of(study: Study):
-    return create_app(study).test_client()
+CSRF_INPUT = re.compile(rf'name="{CSRF_FIELD}" value="([^"]*)"')
+PARTICIPANT_URL = re.compile(r"/p/([^/]+)/")
 
 
-def begin(client, pid="alice") -> str:
+def participant_of(url: str) -> str | None:
+    match = PARTICIPANT_URL.search(url)
+    return match.group(1) if match else None
+
+
+class Browser:
+    """A test client that, like a browser, keeps its cookies and sends each form back with
+    the CSRF token of the last page it got for that participant (or of the start page)."""
+
+    def __init__(self, study: Study):
+        self.client = create_app(study).test_client()
+        self.tokens: dict[str | None, str] = {}
+
+    def restart_server(self, study: Study) -> None:
+        """The same browser, cookies included, talking to a restarted server."""
+        self.client.application = create_app(study)
+
+    def get(self, url: str, **kwargs):
+        response = self.client.get(url, **kwargs)
+        self._remember_token(url, response)
+        return response
+
+    def post(self, url: str, data: dict | None = None, **kwargs):
+        form = {CSRF_FIELD: self.tokens.get(participant_of(url), ""), **(data or {})}
+        response = self.client.post(url, data=form, **kwargs)
+        self._remember_token(url, response)
+        return response
+
+    def _remember_token(self, url: str, response) -> None:
+        match = CSRF_INPUT.search(response.get_data(as_text=True))
+        if match:
+            self.tokens[participant_of(url)] = match.group(1)
+
+
+def client_of(study: Study) -> Browser:
+    return Browser(study)
+
+
+def begin(client: Browser, pid="alice") -> str:
     response = client.get(f"/?PROLIFIC_PID={pid}")
     assert response.status_code == 302 and response.location.endswith(f"/p/{pid}/")
+    page(client, f"/p/{pid}/")
     return f"/p/{pid}/"
 
 
@@ -219,7 +259,8 @@ def test_restart_resumes_and_completes_pending_continuations(tmp_path):
         latest = read_runs([out]).episodes
         assert len(latest) == 1 and latest[0].metadata["human"]["continuation"] == "done"
         assert latest[0].metadata["run_key"] == tid
-        client = client_of(restarted)
+        assert client_of(restarted).get(base).status_code == 403  # another browser
+        client.restart_server(restarted)  # the participant's session survives the restart
         text = page(client, base)
         assert trial_id(text) == second_tid and "Question 2 of 3" in text
         view = restarted.views[restarted.store.load_participant("alice")["trials"][1]["problem_id"]]
@@ -304,7 +345,9 @@ def test_double_submission_writes_one_record(study):
     client.post(f"{base}trial/{tid}/confirm")
     form = {"cursor": 0, "action": "intervene", "message": "hint"}
     assert client.post(f"{base}trial/{tid}/submit", data=form).status_code == 303
-    assert client.post(f"{base}trial/{tid}/submit", data=form).status_code == 303
+    replay = client.post(f"{base}trial/{tid}/submit", data=form)
+    assert replay.status_code == 409 and "already submitted" in replay.get_data(as_text=True)
+    assert f'href="{base}"' in replay.get_data(as_text=True)  # a way back to the current question
     study.worker.wait_idle()
     written = records(study)
     assert [r["metadata"]["human"]["continuation"] for r in written] == ["pending", "done"]
@@ -329,8 +372,11 @@ def test_oracle_position_is_validated(tmp_path):
 
 def test_random_ids_and_reload_resume(study):
     client = client_of(study)
+    assert client.post("/start").status_code == 403  # no start page, so no token
+    client.get("/")
     response = client.post("/start")
     base = response.location
+    page(client, base)
     assert re.search(r"/p/p[0-9a-f]{16}/$", base)
     client.post(base + "instructions")
     tid = trial_id(page(client, base))

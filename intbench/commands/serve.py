@@ -57,6 +57,12 @@ def add_parser(subparsers) -> None:
         "--host", default="127.0.0.1", help="address to listen on (0.0.0.0 for every interface)"
     )
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--public-url",
+        default=None,
+        help="the address participants open when serving behind a proxy, e.g. "
+        "https://study.example.org (forms from any other site are refused)",
+    )
     parser.set_defaults(func=run_serve)
 
 
@@ -67,6 +73,14 @@ def run_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(
             f"error: {exc}; install the web extra: pip install 'intbench[human]'", file=sys.stderr
+        )
+        return 2
+    from intbench.human.security import origin_of
+
+    if args.public_url is not None and origin_of(args.public_url) is None:
+        print(
+            f"error: --public-url {args.public_url!r} is not a URL like https://study.example.org",
+            file=sys.stderr,
         )
         return 2
     import gymnasium as gym
@@ -104,7 +118,7 @@ def run_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        serve(create_app(study), host=args.host, port=args.port)
+        serve(create_app(study, public_url=args.public_url), host=args.host, port=args.port)
     finally:
         study.close()
     return 0

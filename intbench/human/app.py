@@ -2,15 +2,26 @@
 
 Every page is a plain form posted back to the server, followed by a redirect
 to the participant's page (post/redirect/get), so reloading never resubmits
-and the server always decides what comes next.  Only the Oracle condition's
-"click where your message goes" uses a few lines of JavaScript.
+and the server always decides what comes next.  GETs change nothing on the
+server: a trial page reports that it is displayed with a small script's POST
+(``static/shown.js``), and the Oracle condition's "click where your message
+goes" uses a few more lines of JavaScript.
+
+Security (every refusal is a 403 and changes nothing):
+    * a participant's session is an unguessable token in an HttpOnly,
+      SameSite=Lax cookie scoped to ``/p/<id>/``, given to the first browser
+      that opens the id; every ``/p/<id>/`` page and action requires it, so a
+      second browser with the same id is refused;
+    * every POST carries the session's CSRF token in a hidden form field, and a
+      POST whose Origin (else Referer) is another site is refused; the start
+      page's form carries a token matched against its own cookie.
 
 URLs:
     ``/`` (optionally ``?PROLIFIC_PID=...``, ``?participant=...`` or ``?pid=...``)
-        start or resume; without an id a random one is made.
+        start or resume; without an id, the start page makes a random one.
     ``/p/<id>/``  the participant's current screen.
     ``POST /p/<id>/instructions | check | questionnaire``
-    ``POST /p/<id>/trial/<trial id>/confirm | reveal | submit``
+    ``POST /p/<id>/trial/<trial id>/confirm | reveal | submit | shown``
 """
 
 from __future__ import annotations
@@ -18,10 +29,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from flask import Flask, redirect, render_template, request, url_for
+from flask import Flask, g, make_response, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
-from intbench.human import content
+from intbench.human import content, security
 from intbench.human.service import ActionError, AlreadyDone, Study
 
 logger = logging.getLogger(__name__)
@@ -29,37 +40,125 @@ logger = logging.getLogger(__name__)
 ID_PARAMETERS = ("PROLIFIC_PID", "participant", "pid", "workerId")
 """URL parameters that carry a study platform's participant id, in order of preference."""
 MAX_REQUEST_BYTES = 64 * 1024  # a form with a 4,000-character message is far below this
+SESSION_COOKIE = "intbench_session"
+START_COOKIE = "intbench_start"
+CSRF_FIELD = "csrf_token"
+COOKIE_MAX_AGE = 60 * 24 * 3600  # participants may come back to a study days later
+
+CROSS_ORIGIN = "This form was sent from another website, so it was not accepted."
+OTHER_BROWSER = (
+    "This study session is open in another browser. Please continue there; "
+    "if you cannot, contact the researcher."
+)
+STALE_FORM = "This page is out of date, so your answer was not accepted. Please reload it."
 
 
-def create_app(study: Study) -> Flask:
-    """The Flask app serving ``study``."""
+def create_app(study: Study, public_url: str | None = None) -> Flask:
+    """The Flask app serving ``study``.
+
+    Args:
+        study: the running study.
+        public_url: the address participants open when the app runs behind a
+            proxy (e.g. ``https://study.example.org``); POSTs from that origin are
+            accepted as well as from the address the request reached.
+    """
     here = Path(__file__).parent
     app = Flask(
         __name__, template_folder=str(here / "templates"), static_folder=str(here / "static")
     )
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     app.extensions["intbench_study"] = study
+    public_origin = security.origin_of(public_url) if public_url else None
+
+    @app.context_processor
+    def csrf_field():
+        return {"csrf_field": CSRF_FIELD, "csrf_token": g.get("csrf_token", "")}
+
+    @app.before_request
+    def refuse_forged_requests():
+        if request.method == "POST" and _cross_origin():
+            raise ActionError(403, CROSS_ORIGIN)
+        participant_id = (request.view_args or {}).get("participant_id")
+        if participant_id is not None:
+            g.csrf_token = _session_csrf_token(participant_id)
+        elif request.endpoint == "start_random":
+            g.csrf_token = request.cookies.get(START_COOKIE)
+        # A POST route that sets no token above refuses every POST: safe by default.
+        if request.method == "POST" and not security.same_token(
+            request.form.get(CSRF_FIELD), g.get("csrf_token")
+        ):
+            raise ActionError(403, STALE_FORM)
+
+    def _cross_origin() -> bool:
+        allowed = {security.origin_of(request.host_url), public_origin} - {None}
+        return security.cross_origin(
+            request.headers.get("Origin"), request.headers.get("Referer"), allowed
+        )
+
+    def _session_csrf_token(participant_id: str) -> str:
+        """The CSRF token of this browser's session, which must be the participant's."""
+        token = request.cookies.get(SESSION_COOKIE)
+        if not study.session_matches(participant_id, token):
+            raise ActionError(403, OTHER_BROWSER)
+        return security.csrf_token_for(token)
+
+    def _set_cookie(response, name: str, value: str, path: str) -> None:
+        secure = request.is_secure or (public_origin or "").startswith("https:")
+        response.set_cookie(
+            name,
+            value,
+            max_age=COOKIE_MAX_AGE,
+            path=path,
+            secure=secure,
+            httponly=True,
+            samesite="Lax",  # Strict would drop the cookie when a study platform links here
+        )
+
+    def _error_page(message: str, status: int):
+        participant_id = (request.view_args or {}).get("participant_id")
+        # A conflict (a replayed or out-of-date form) is resolved by going back to the current screen.
+        resume = (
+            url_for("screen", participant_id=participant_id)
+            if participant_id and status == 409
+            else None
+        )
+        return render_template("error.html", message=message, resume=resume), status
 
     @app.errorhandler(ActionError)
     def action_error(exc: ActionError):
-        return render_template("error.html", message=exc.message), exc.status
+        return _error_page(exc.message, exc.status)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
         message = "Your submission is too large." if exc.code == 413 else exc.description
-        return render_template("error.html", message=message), exc.code
+        return _error_page(message, exc.code)
 
     @app.get("/")
     def start():
         for name in ID_PARAMETERS:
             if request.args.get(name) is not None:
-                participant_id = study.start(request.args[name], source=name)
-                return redirect(url_for("screen", participant_id=participant_id))
-        return render_template("start.html", condition=study.config.condition)
+                return _enter(study.start(request.args[name], source=name))
+        g.csrf_token = security.new_token()
+        response = make_response(render_template("start.html", condition=study.config.condition))
+        _set_cookie(response, START_COOKIE, g.csrf_token, path=url_for("start_random"))
+        return response
 
     @app.post("/start")
     def start_random():
-        return redirect(url_for("screen", participant_id=study.start(None, "random")))
+        return _enter(study.start(None, "random"))
+
+    def _enter(participant_id: str):
+        """Go to the participant's screen, opening their session here if no browser holds it.
+
+        A browser that does not hold the session is sent on all the same and
+        refused there, since only the participant's own pages see its cookie.
+        """
+        screen_url = url_for("screen", participant_id=participant_id)
+        response = redirect(screen_url)
+        token = study.open_session(participant_id)
+        if token is not None:
+            _set_cookie(response, SESSION_COOKIE, token, path=screen_url)
+        return response
 
     @app.get("/p/<participant_id>/")
     def screen(participant_id: str):
@@ -81,9 +180,7 @@ def create_app(study: Study) -> Flask:
             return _questionnaire(common, [], {})
         if phase == "done":
             return render_template("done.html", **common, code=study.config.completion_code)
-        trial = study.current_trial(state)
-        study.mark_shown(participant_id, trial["trial_id"])
-        return _trial_page(state, trial, common)
+        return _trial_page(state, study.current_trial(state), common)
 
     def _trial_page(
         state: dict,
@@ -166,6 +263,15 @@ def create_app(study: Study) -> Flask:
         state = study.participant(participant_id)
         common = {"pid": participant_id, "condition": study.config.condition, "state": state}
         return _questionnaire(common, problems, request.form, status=400)
+
+    @app.post("/p/<participant_id>/trial/<trial_id>/shown")
+    def trial_shown(participant_id: str, trial_id: str):
+        """The trial page reports that it is displayed; nothing to show in return."""
+        try:
+            study.mark_shown(participant_id, trial_id)
+        except AlreadyDone:
+            pass
+        return "", 204
 
     @app.post("/p/<participant_id>/trial/<trial_id>/<action>")
     def trial_action(participant_id: str, trial_id: str, action: str):

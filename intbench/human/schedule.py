@@ -36,7 +36,7 @@ def _trial(problem_id: str, index: int, practice: bool, env_seed: int) -> dict:
         "index": index,
         "practice": practice,
         "env_seed": env_seed,
-        "shown_at": None,  # first time the trial page was shown
+        "shown_at": None,  # first time the page reported the trial displayed
         "confirmed_at": None,  # Standard: the participant confirmed reading the question
         "cursor": 0,  # Standard: revealed increments beyond the first
         "reveal_times": [],
@@ -63,6 +63,7 @@ def new_participant(config: StudyConfig, participant_id: str, source: str) -> di
         "created_at": time.time(),
         "phase": "instructions",
         "check_attempts": 0,
+        "session": None,  # opened by the first browser to visit (see Study.open_session)
         "practice": [
             _trial(pid, i, True, seed_of(pid))
             for i, pid in enumerate(p.id for p in config.practice_problems)

@@ -2,9 +2,14 @@
 
 Every method validates its input and raises :class:`ActionError` (with an
 HTTP-like status and a message for the participant) instead of changing
-anything when the input is bad.  A repeated submission of a trial that was
-already recorded raises :class:`AlreadyDone`, which the web layer treats as a
-harmless no-op, so double clicks and resent forms never write twice.
+anything when the input is bad.  A repeated action that was already applied
+(a double click on a button) raises :class:`AlreadyDone`, which the web layer
+treats as a harmless no-op; a replayed submission of a trial that was already
+submitted is refused with 409, so a trial is never recorded twice.
+
+Each participant has one session, opened by the first browser that visits
+(:meth:`Study.open_session`); only the digest of its token is stored, with the
+participant's state, so sessions survive a restart.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from intbench.human import content
+from intbench.human import content, security
 from intbench.human.schedule import (
     find_trial,
     new_participant,
@@ -130,14 +135,31 @@ class Study:
         trials = {"practice": state["practice"], "trials": state["trials"]}.get(state["phase"], [])
         return next((t for t in trials if not self.submitted(t)), None)
 
-    def mark_shown(self, participant_id: str, trial_id: str) -> None:
-        """Remember when a trial was first shown (the start of its timing)."""
+    # -------------------------------------------------------------- sessions
+    def open_session(self, participant_id: str) -> str | None:
+        """A new session token for a participant without a session, else ``None``.
+
+        The first browser to ask gets the participant's session; any later
+        one gets nothing, so an id alone never takes over a session.
+        """
         with self._lock:
             state = self.participant(participant_id)
-            trial = find_trial(state, trial_id)
-            if trial is not None and trial["shown_at"] is None:
-                trial["shown_at"] = time.time()
-                self.store.save_participant(state)
+            if state.get("session") is not None:
+                return None
+            token = security.new_token()
+            state["session"] = {
+                "token_sha256": security.token_digest(token),
+                "opened_at": time.time(),
+            }
+            self.store.save_participant(state)
+            return token
+
+    def session_matches(self, participant_id: str, token: str | None) -> bool:
+        """Whether ``token`` is the participant's session token."""
+        session = self.participant(participant_id).get("session")
+        if session is None or not token:
+            return False
+        return security.same_token(security.token_digest(token), session["token_sha256"])
 
     # --------------------------------------------------------------- phases
     def finish_instructions(self, participant_id: str) -> None:
@@ -189,6 +211,17 @@ class Study:
             return []
 
     # --------------------------------------------------------------- trials
+    def mark_shown(self, participant_id: str, trial_id: str) -> None:
+        """The page reports that the current trial is displayed: the start of its timing.
+
+        Only the first report counts, so a reload does not restart the clock.
+        """
+        with self._lock:
+            state, trial = self._open_trial(participant_id, trial_id)
+            if trial["shown_at"] is None:
+                trial["shown_at"] = time.time()
+                self.store.save_participant(state)
+
     def _open_trial(self, participant_id: str, trial_id: str) -> tuple[dict, dict]:
         """The participant's state and the trial ``trial_id``, which must be their current one."""
         state = self.participant(participant_id)
@@ -207,6 +240,7 @@ class Study:
             state, trial = self._open_trial(participant_id, trial_id)
             if trial["confirmed_at"] is None:
                 trial["confirmed_at"] = time.time()
+                _seen_by(trial, trial["confirmed_at"])
                 self.store.save_participant(state)
 
     def reveal(self, participant_id: str, trial_id: str, cursor: str | None) -> None:
@@ -228,9 +262,13 @@ class Study:
     def submit(self, participant_id: str, trial_id: str, form: Mapping[str, str]) -> None:
         """The participant's decision on a trial: record it (scored trials) and move on."""
         with self._lock:
-            state, trial = self._open_trial(participant_id, trial_id)
+            try:
+                state, trial = self._open_trial(participant_id, trial_id)
+            except AlreadyDone:
+                raise ActionError(409, "This question was already submitted.") from None
             decision = self._decision(trial, form)
             now = time.time()
+            _seen_by(trial, now)
             if trial["practice"]:
                 trial.update(submitted=True, decision=decision, submitted_at=now)
             else:
@@ -298,10 +336,9 @@ class Study:
         attempt = record.intervention.attempt if record.intervention else None
         pending = attempt is not None and attempt.error == PENDING_ERROR
         record.teacher = f"human:{participant_id}"
-        shown = trial["shown_at"] or now
-        record.timings["teacher_s"] = now - shown
+        record.timings["teacher_s"] = now - trial["shown_at"]
         if trial["confirmed_at"] is not None:
-            record.timings["reading_s"] = trial["confirmed_at"] - shown
+            record.timings["reading_s"] = trial["confirmed_at"] - trial["shown_at"]
         record.metadata["run_key"] = trial["trial_id"]
         record.metadata["human"] = {
             "participant_id": participant_id,
@@ -315,6 +352,13 @@ class Study:
             "reveal_times": list(trial["reveal_times"]),
             "submitted_at": now,
         }
+
+
+def _seen_by(trial: dict, now: float) -> None:
+    """A participant acting on a trial has seen it, even if the page has not reported it
+    (no JavaScript, or the report is still on its way)."""
+    if trial["shown_at"] is None:
+        trial["shown_at"] = now
 
 
 def _as_int(value: str | None) -> int | None:
