@@ -118,14 +118,7 @@ class FeedbackEnv(FlowEnv):
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
-        options = self.options
-        self.k_max = options.k_max
-        self.history = options.history
-        self.teacher_reference = options.teacher_reference
-        self.execution_context = options.execution_context
-        self.mode = options.mode
-        self.reward_kind = options.reward
-        self.teacher_sampling = sampling_from(options.teacher_sampling, **TEACHER_DEFAULTS)
+        self.teacher_sampling = sampling_from(self.options.teacher_sampling, **TEACHER_DEFAULTS)
 
         self.observation_space = spaces.Dict(
             {
@@ -150,13 +143,13 @@ class FeedbackEnv(FlowEnv):
         self._episode = self._new_episode(
             "feedback",
             problem,
-            self.mode,
+            self.options.mode,
             config={
-                "k_max": self.k_max,
-                "history": self.history,
-                "teacher_reference": self.teacher_reference,
-                "execution_context": self.execution_context,
-                "reward": self.reward_kind,
+                "k_max": self.options.k_max,
+                "history": self.options.history,
+                "teacher_reference": self.options.teacher_reference,
+                "execution_context": self.options.execution_context,
+                "reward": self.options.reward,
                 "student_sampling": dict(self.student_sampling.__dict__),
                 "teacher_sampling": dict(self.teacher_sampling.__dict__),
             },
@@ -208,9 +201,13 @@ class FeedbackEnv(FlowEnv):
             self._terminated = True
         elif status == "correct":
             episode.solved_at = k
-            reward = 1.0 if self.reward_kind == "success" else (self.k_max - k + 1) / self.k_max
+            reward = (
+                1.0
+                if self.options.reward == "success"
+                else (self.options.k_max - k + 1) / self.options.k_max
+            )
             self._terminated = True
-        elif k >= self.k_max:
+        elif k >= self.options.k_max:
             self._terminated = True
         episode.reward += reward
         episode.reward_components = {
@@ -227,9 +224,9 @@ class FeedbackEnv(FlowEnv):
 
     def _feedback_for_turn(self, action):
         """Flow: -> (feedback text or None, source, action error)."""
-        if self.mode == "self_refine":
+        if self.options.mode == "self_refine":
             return None, "none", None
-        if self.mode == "self_feedback":
+        if self.options.mode == "self_feedback":
             messages = self._teacher_messages("feedback_self_feedback")
             sampling = replace(self.teacher_sampling, seed=self._draw_seed())
             completion = yield flows.Generate("student", messages, sampling)
@@ -270,14 +267,14 @@ class FeedbackEnv(FlowEnv):
         ]
         if not include_feedback_of_latest and turns:
             turns[-1]["feedback"] = None
-        return turns[-self.history :]
+        return turns[-self.options.history :]
 
     def _reference(self) -> str | None:
         problem = self._problem
-        if self.teacher_reference == "answer":
+        if self.options.teacher_reference == "answer":
             answer = problem.answer
             return None if answer is None else str(answer)
-        if self.teacher_reference == "solution":
+        if self.options.teacher_reference == "solution":
             return problem.solution or (None if problem.answer is None else str(problem.answer))
         return None
 
@@ -290,11 +287,11 @@ class FeedbackEnv(FlowEnv):
             return None
         kind = get_domain(self._problem.domain).kind
         if kind == "code":
-            if self.execution_context == "none" or "passed" not in verdict.details:
+            if self.options.execution_context == "none" or "passed" not in verdict.details:
                 return None
             from intbench.verifiers.code import render_execution_context
 
-            return render_execution_context(verdict.details, self.execution_context)
+            return render_execution_context(verdict.details, self.options.execution_context)
         if kind == "grid":
             return verdict.feedback or None
         return None
@@ -309,7 +306,7 @@ class FeedbackEnv(FlowEnv):
             latest_attempt=turns[-1]["attempt"],
             execution_context=self._execution(),
             reference=self._reference(),
-            reference_kind=self.teacher_reference,
+            reference_kind=self.options.teacher_reference,
         )
 
     def _observation(self) -> dict:
@@ -330,7 +327,9 @@ class FeedbackEnv(FlowEnv):
         }
 
     def _info(self) -> dict:
-        teacher_turn = bool(self._attempts) and not self._terminated and self.mode == "teacher"
+        teacher_turn = (
+            bool(self._attempts) and not self._terminated and self.options.mode == "teacher"
+        )
         return {
             "messages": self._teacher_messages() if teacher_turn else [],
             "teacher_turn": teacher_turn,
@@ -342,10 +341,11 @@ class FeedbackEnv(FlowEnv):
     def render(self):
         if self.render_mode != "ansi" or self._episode is None:
             return None
-        lines = [f"[{self._problem.id}] {self.mode}: {len(self._attempts)}/{self.k_max} attempts"]
+        lines = [
+            f"[{self._problem.id}] {self.options.mode}: {len(self._attempts)}/{self.options.k_max} attempts"
+        ]
         for i, attempt in enumerate(self._attempts):
             lines.append(f"-- attempt {i + 1} ({attempt.status}):\n{attempt.text}")
             if i < len(self._feedback) and self._feedback[i]:
                 lines.append(f"-- feedback:\n{self._feedback[i]}")
         return "\n".join(lines)
-

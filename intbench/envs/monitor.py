@@ -118,6 +118,7 @@ class MonitorOptions(EnvOptions):
                 f"got {self.teacher_prompt!r}"
             )
         parse_increment(self.increment)
+        self.teacher_access = bool(self.teacher_access)
 
 
 class MonitorEnv(FlowEnv):
@@ -130,13 +131,7 @@ class MonitorEnv(FlowEnv):
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
-        options = self.options
-        self.condition = options.condition
-        self.increment = options.increment
-        self.post = options.post
-        self.teacher_access = bool(options.teacher_access)
-        self.teacher_prompt = options.teacher_prompt
-        self.reward_weights = resolve_weights(options.reward)
+        self.reward_weights = resolve_weights(self.options.reward)
 
         self.observation_space = spaces.Dict(
             {
@@ -157,6 +152,11 @@ class MonitorEnv(FlowEnv):
         self.action_space = action
         self._problem: Problem | None = None
 
+    @property
+    def condition(self) -> str:
+        """``"standard"`` or ``"oracle"``: what teachers and wrappers adapt their actions to."""
+        return self.options.condition
+
     # ------------------------------------------------------------------ reset
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         """Flow version of :meth:`reset`, for drivers that batch many envs' model calls."""
@@ -167,7 +167,7 @@ class MonitorEnv(FlowEnv):
         baseline, from_cache = yield from self._cached_student_call(messages, sampling, problem)
         self._problem = problem
         self._trace = baseline.text
-        self._cuts = cut_points(self._trace, self.increment, self._token_offsets())
+        self._cuts = cut_points(self._trace, self.options.increment, self._token_offsets())
         self._cursor = 0 if self.condition == "standard" else len(self._cuts) - 1
         self._baseline_correct = baseline.correct
         self._verdict_code = VERDICT_CODES.get(baseline.status, HIDDEN)
@@ -177,10 +177,10 @@ class MonitorEnv(FlowEnv):
             problem,
             self.condition,
             config={
-                "increment": self.increment,
-                "post": self.post,
-                "teacher_access": self.teacher_access,
-                "teacher_prompt": self.teacher_prompt,
+                "increment": self.options.increment,
+                "post": self.options.post,
+                "teacher_access": self.options.teacher_access,
+                "teacher_prompt": self.options.teacher_prompt,
                 "reward_weights": self.reward_weights,
                 "student_sampling": dict(self.student_sampling.__dict__),
             },
@@ -200,7 +200,7 @@ class MonitorEnv(FlowEnv):
 
     def _token_offsets(self):
         tokenizer = getattr(self.executor.backends["student"], "tokenizer", None)
-        if tokenizer is None or parse_increment(self.increment)[0] != "tokens":
+        if tokenizer is None or parse_increment(self.options.increment)[0] != "tokens":
             return None
 
         def offsets(text: str) -> list[int]:
@@ -297,13 +297,15 @@ class MonitorEnv(FlowEnv):
                 tau_rel=(position / total if total else 1.0) if applied else None,
                 quote_stage=match.stage if match else None,
                 excluded=match.excluded if match else None,
-                post=self.post,
+                post=self.options.post,
                 leaked=answer_leaked(self._problem, message),
             )
             episode.intervention = intervention
             if applied:
                 started = time.perf_counter()
-                template = "student_continue" if self.post == "continue" else "student_stop_answer"
+                template = (
+                    "student_continue" if self.options.post == "continue" else "student_stop_answer"
+                )
                 messages = render_messages(
                     self._problem.domain,
                     template,
@@ -350,7 +352,7 @@ class MonitorEnv(FlowEnv):
         }
 
     def _reference(self) -> str:
-        if not self.teacher_access:
+        if not self.options.teacher_access:
             return ""
         problem = self._problem
         return str(problem.solution or problem.answer or "")
@@ -388,10 +390,10 @@ class MonitorEnv(FlowEnv):
             self._prompt_parts = _split_on_marker(
                 render_messages(
                     problem.domain,
-                    TEACHER_PROMPTS[self.teacher_prompt],
+                    TEACHER_PROMPTS[self.options.teacher_prompt],
                     problem=problem,
                     transcript=_MARKER,
-                    chunk_size=self.increment,
+                    chunk_size=self.options.increment,
                     reference=reference,
                 )
             )
@@ -420,4 +422,3 @@ _MARKER = "\x00TRANSCRIPT\x00"
 
 def _split_on_marker(messages: list[dict]) -> list[tuple[str, list[str]]]:
     return [(m["role"], m["content"].split(_MARKER)) for m in messages]
-

@@ -108,6 +108,7 @@ class TutorOptions(EnvOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_count("ideation_turns", self.ideation_turns, 0)
+        self.notes = bool(self.notes)
         if self.submissions is not None:
             check_count("submissions", self.submissions, 1)
         checker = self.checker
@@ -131,9 +132,7 @@ class TutorEnv(FlowEnv):
         if submissions is None:
             kind = get_domain(domain).kind
             submissions = DEFAULT_SUBMISSIONS["code" if kind == "code" else "other"]
-        self.ideation_turns = options.ideation_turns
         self.submissions = submissions
-        self.notes = bool(options.notes)
         self.ideation_sampling = replace(
             self.student_sampling,
             max_tokens=min(self.student_sampling.max_tokens, IDEATION_MAX_TOKENS),
@@ -168,16 +167,16 @@ class TutorEnv(FlowEnv):
         self._turn = 0
         self._withheld = 0
         self._last_check: CheckResult | None = None
-        condition = "ideation" if self.ideation_turns else "solo"
+        condition = "ideation" if self.options.ideation_turns else "solo"
         self._episode = self._new_episode(
             "tutor",
             problem,
             condition,
             config={
-                "ideation_turns": self.ideation_turns,
+                "ideation_turns": self.options.ideation_turns,
                 "checker": self.checker_spec,
                 "submissions": self.submissions,
-                "notes": self.notes,
+                "notes": self.options.notes,
                 "student_sampling": dict(self.student_sampling.__dict__),
                 "checker_sampling": dict(self.checker_sampling.__dict__),
             },
@@ -190,7 +189,7 @@ class TutorEnv(FlowEnv):
             timings={"ideation_s": 0.0, "solve_s": 0.0},
             metadata={"problem": problem.metadata, "notes": None, "withheld": 0},
         )
-        if self.ideation_turns:
+        if self.options.ideation_turns:
             yield from self._student_says(final=False)
         return self._observation(), self._info()
 
@@ -201,18 +200,18 @@ class TutorEnv(FlowEnv):
         episode = self._episode
         action_error = None
         self._last_check = None
-        if self.ideation_turns:
+        if self.options.ideation_turns:
             started = time.perf_counter()
             message, action_error = parse_message_action(action, strip_think, MAX_MESSAGE)
             yield from self._teacher_says(message, action_error)
             self._turn += 1
             if not episode.error:
-                if self._turn < self.ideation_turns:
+                if self._turn < self.options.ideation_turns:
                     yield from self._student_says(final=False)
-                elif self.notes:
+                elif self.options.notes:
                     yield from self._student_says(final=True)
             episode.timings["ideation_s"] += time.perf_counter() - started
-        if episode.error or self._turn >= self.ideation_turns:
+        if episode.error or self._turn >= self.options.ideation_turns:
             if not episode.error:
                 started = time.perf_counter()
                 yield from self._solve()
@@ -295,7 +294,7 @@ class TutorEnv(FlowEnv):
     def _solve(self):
         """Flow: phase 2, up to ``submissions`` attempts; never shown the dialogue."""
         problem, episode = self._problem, self._episode
-        notes = episode.metadata["notes"] if self.notes else None
+        notes = episode.metadata["notes"] if self.options.notes else None
         for k in range(1, self.submissions + 1):
             earlier = [{"attempt": a.text, "feedback": NOT_ACCEPTED} for a in self._attempts]
             messages = render_messages(
@@ -345,7 +344,11 @@ class TutorEnv(FlowEnv):
         self._episode.tokens[f"{role}_completion"] += completion.completion_tokens
 
     def _teacher_turn(self) -> bool:
-        return not self._terminated and self._turn < self.ideation_turns and not self._episode.error
+        return (
+            not self._terminated
+            and self._turn < self.options.ideation_turns
+            and not self._episode.error
+        )
 
     def _observation(self) -> dict:
         dialogue = "\n".join(
@@ -388,7 +391,7 @@ class TutorEnv(FlowEnv):
         if self.render_mode != "ansi" or self._episode is None:
             return None
         lines = [
-            f"[{self._problem.id}] tutor: turn {self._turn}/{self.ideation_turns}, {self._withheld} withheld"
+            f"[{self._problem.id}] tutor: turn {self._turn}/{self.options.ideation_turns}, {self._withheld} withheld"
         ]
         lines += [f"{t['role']}: {t['content']}" for t in self._view("teacher")]
         for i, attempt in enumerate(self._attempts):
