@@ -44,10 +44,14 @@ from intbench.records import Problem
 _JSON_COLUMNS = ("answer", "tests", "fields", "metadata")
 
 
+# The modules of this package that serve every domain (no need to import them here).
+_SUPPORT_MODULES = {"base", "bug_injection", "prompting", "registry"}
+
+
 def _register_builtin_domains() -> None:
-    """Register the ``DOMAIN`` of every module of this package, in name order."""
+    """Register the ``DOMAIN`` of every other module of this package, in name order."""
     for module in pkgutil.iter_modules(__path__):
-        if module.ispkg:
+        if module.ispkg or module.name in _SUPPORT_MODULES:
             continue
         domain = getattr(importlib.import_module(f"{__name__}.{module.name}"), "DOMAIN", None)
         if isinstance(domain, Domain):

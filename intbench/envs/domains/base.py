@@ -13,7 +13,6 @@ import concurrent.futures
 import json
 import os
 import random
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,8 @@ def hub_offline_flag() -> bool:
 
 
 def _probe(url: str, timeout: float) -> None:
+    import urllib.request  # only when the hub is really asked (it imports ssl, http)
+
     # Only a success counts: sandboxes and captive proxies answer anything with 4xx/5xx.
     urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
 
