@@ -3,6 +3,7 @@ and the session, CSRF, origin and replay rules."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -12,7 +13,7 @@ pytest.importorskip("flask")
 
 from intbench.agents.backends.scripted import ScriptedBackend  # noqa: E402
 from intbench.human import Study, StudyConfig  # noqa: E402
-from intbench.human.app import CSRF_FIELD, create_app  # noqa: E402
+from intbench.human.app import CSRF_FIELD, SESSION_COOKIE, create_app  # noqa: E402
 from intbench.human.content import CHECK, MAX_TEXT  # noqa: E402
 from intbench.human.storage import StudyMismatchError  # noqa: E402
 from intbench.records import Episode, Problem  # noqa: E402
@@ -352,6 +353,163 @@ def test_double_submission_writes_one_record(study):
     written = records(study)
     assert [r["metadata"]["human"]["continuation"] for r in written] == ["pending", "done"]
     assert len({r["episode_id"] for r in written}) == 1
+
+
+def reach_first_scored_trial(client: Browser, base: str) -> str:
+    client.post(base + "instructions")
+    answer_standard(client, base, 0, "p")
+    answer_standard(client, base, 0, "p")
+    pass_check(client, base)
+    return trial_id(page(client, base))
+
+
+def participant_file(study: Study, pid="alice") -> bytes:
+    return (study.store.dir / "participants" / f"{pid}.json").read_bytes()
+
+
+FORGED = {"cursor": 0, "action": "intervene", "message": "Not the participant's words."}
+
+
+def test_cross_origin_posts_are_refused_and_change_nothing(study):
+    client = client_of(study)
+    base = begin(client)
+    tid = reach_first_scored_trial(client, base)
+    client.get("/")  # a valid start-page token, so only the origin is wrong
+    before = participant_file(study)
+    foreign = (
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Referer": "http://evil.example/x"},
+    )
+    for headers in foreign:
+        for url in (f"{base}trial/{tid}/confirm", f"{base}trial/{tid}/submit", "/start"):
+            response = client.post(url, data=FORGED, headers=headers)
+            assert response.status_code == 403, (url, headers)
+            assert "another website" in response.get_data(as_text=True)
+    assert participant_file(study) == before and not records(study)
+    assert len(list((study.store.dir / "participants").iterdir())) == 1
+    own = {"Origin": "http://localhost"}
+    assert client.post(f"{base}trial/{tid}/confirm", headers=own).status_code == 303
+
+
+def test_requests_without_the_participants_session_are_refused(study):
+    alice = client_of(study)
+    base = begin(alice)
+    tid = reach_first_scored_trial(alice, base)
+    before = participant_file(study)
+    attacker = client_of(study)  # knows the id and even the page's CSRF token, not the cookie
+    attacker.tokens["alice"] = alice.tokens["alice"]
+    for cookie in (None, "a-guessed-token"):
+        if cookie:
+            attacker.client.set_cookie(SESSION_COOKIE, cookie, path=base)
+        for headers in ({}, {"Origin": "http://evil.example"}):
+            for action in ("confirm", "submit"):
+                response = attacker.post(
+                    f"{base}trial/{tid}/{action}", data=FORGED, headers=headers
+                )
+                assert response.status_code == 403
+        refused = attacker.get(base)
+        assert refused.status_code == 403 and "another browser" in refused.get_data(as_text=True)
+    assert participant_file(study) == before and not records(study)
+
+
+def test_posts_without_or_with_a_wrong_csrf_token_are_refused(study):
+    client = client_of(study)
+    base = begin(client)
+    tid = reach_first_scored_trial(client, base)
+    begin(client, "eve")  # another participant's token, from the same browser
+    before = participant_file(study)
+    for action in ("confirm", "submit"):
+        url = f"{base}trial/{tid}/{action}"
+        assert client.client.post(url, data=FORGED).status_code == 403  # no token at all
+        for token in ("", "0" * 64, client.tokens["eve"]):
+            response = client.post(url, data={**FORGED, CSRF_FIELD: token})
+            assert response.status_code == 403 and "out of date" in response.get_data(as_text=True)
+    assert participant_file(study) == before and not records(study)
+
+
+def test_replayed_submits_are_refused(study):
+    client = client_of(study)
+    base = begin(client)
+    client.post(base + "instructions")
+    tid = trial_id(page(client, base))
+    client.post(f"{base}trial/{tid}/confirm")
+    practice = {"cursor": 0, "action": "intervene", "message": "first"}
+    assert client.post(f"{base}trial/{tid}/submit", data=practice).status_code == 303
+    before = participant_file(study)
+    replay = client.post(f"{base}trial/{tid}/submit", data={**practice, "message": "second"})
+    assert replay.status_code == 409 and participant_file(study) == before
+    assert study.store.load_participant("alice")["practice"][0]["decision"]["action"][
+        "message"
+    ] == ("first")
+
+
+def test_an_old_csrf_token_is_refused_once_the_session_changed(study):
+    old = client_of(study)
+    base = begin(old)
+    old_token = old.tokens["alice"]
+    # The researcher releases the session (the participant moves to another browser).
+    state = study.store.load_participant("alice")
+    state["session"] = None
+    study.store.save_participant(state)
+    new = client_of(study)
+    begin(new)
+    assert new.tokens["alice"] != old_token
+    before = participant_file(study)
+    assert old.post(base + "instructions").status_code == 403  # the old cookie
+    assert new.post(base + "instructions", data={CSRF_FIELD: old_token}).status_code == 403
+    assert participant_file(study) == before
+    assert new.post(base + "instructions").status_code == 303
+
+
+def test_gets_change_nothing_and_the_page_reports_when_a_trial_is_shown(study):
+    client = client_of(study)
+    base = begin(client)
+    before = participant_file(study)
+    page(client, base)
+    page(client, base)
+    assert participant_file(study) == before
+    client.post(base + "instructions")
+    before = participant_file(study)
+    text = page(client, base)
+    page(client, base)
+    assert participant_file(study) == before
+    tid = trial_id(text)
+    assert f'action="{base}trial/{tid}/shown"' in text and "shown.js" in text
+    assert client.post(f"{base}trial/{tid}/shown").status_code == 204
+    first = study.store.load_participant("alice")["practice"][0]
+    assert first["shown_at"] is not None
+    assert client.post(f"{base}trial/{tid}/shown").status_code == 204  # a reload's report
+    assert study.store.load_participant("alice")["practice"][0] == first
+    second = study.store.load_participant("alice")["practice"][1]["trial_id"]
+    assert client.post(f"{base}trial/{second}/shown").status_code == 409  # not shown yet
+    # Without the page's report (no JavaScript), the first action starts the clock.
+    answer_standard(client, base, 0, "p")
+    client.post(f"{base}trial/{second}/confirm")
+    trial = study.store.load_participant("alice")["practice"][1]
+    assert trial["shown_at"] == trial["confirmed_at"] is not None
+    assert client.post(f"{base}trial/{tid}/shown").status_code == 204  # submitted: ignored
+
+
+def test_a_platform_id_opens_the_session_once(study):
+    first = client_of(study)
+    response = first.get("/?PROLIFIC_PID=bob")
+    cookie = response.headers["Set-Cookie"]
+    assert all(part in cookie for part in ("HttpOnly", "SameSite=Lax", "Path=/p/bob/"))
+    token = first.client.get_cookie(SESSION_COOKIE, path="/p/bob/").value
+    saved = participant_file(study, "bob").decode()
+    assert len(token) >= 43 and token not in saved  # only its digest is stored
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    assert json.loads(saved)["session"]["token_sha256"] == digest
+    again = first.get("/?PROLIFIC_PID=bob")  # the platform's link, opened again
+    assert again.status_code == 302 and "Set-Cookie" not in again.headers
+    assert "Instructions" in page(first, "/p/bob/")
+    second = client_of(study)
+    refused = second.get("/?PROLIFIC_PID=bob", follow_redirects=True)
+    assert refused.status_code == 403 and "another browser" in refused.get_data(as_text=True)
+    assert second.client.get_cookie(SESSION_COOKIE, path="/p/bob/") is None
+    assert participant_file(study, "bob").decode() == saved
+    assert "Instructions" in page(first, "/p/bob/")
 
 
 def test_oracle_position_is_validated(tmp_path):

@@ -8,6 +8,7 @@ screen goes to a directory printed by the test (``-s`` shows it); set
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -194,6 +195,30 @@ def practice_check_and_instructions(page, shots: Screens, condition: str) -> Non
     page.click("#check-submit")
 
 
+def first_scored_trial(out: Path, participant_id: str) -> dict:
+    state = json.loads((out / "participants" / f"{participant_id}.json").read_text())
+    return state["trials"][0]
+
+
+def post_from_another_site(context, action: str, fields: dict[str, str]) -> str:
+    """Submit ``fields`` to ``action`` from a page of another site; the text it gets back."""
+    inputs = "".join(f'<input type="hidden" name="{k}" value="{v}">' for k, v in fields.items())
+    attacker = context.new_page()
+    attacker.route(
+        "http://evil.example/",
+        lambda route: route.fulfill(
+            content_type="text/html",
+            body=f'<form id="forged" method="post" action="{action}">{inputs}</form>',
+        ),
+    )
+    attacker.goto("http://evil.example/")
+    with attacker.expect_navigation():
+        attacker.eval_on_selector("#forged", "form => form.submit()")
+    text = attacker.inner_text("body")
+    attacker.close()
+    return text
+
+
 def questionnaire(page, shots: Screens) -> None:
     shots.shot("questionnaire")
     page.check("#q-teaching input[value=informal]")
@@ -217,6 +242,12 @@ def test_standard_session_survives_a_kill(tmp_path, browser, screens_dir):
         practice_check_and_instructions(page, shots, "standard")
 
         assert "Question 1 of 2" in page.inner_text("#progress")
+        page.wait_for_load_state("networkidle")  # the page's report that the trial is shown
+        trial = first_scored_trial(out, "browser_1")
+        assert trial["shown_at"] is not None and trial["confirmed_at"] is None
+        page.reload()  # a reload does not restart the clock
+        page.wait_for_load_state("networkidle")
+        assert first_scored_trial(out, "browser_1") == trial
         page.click("#confirm-read")
         page.click("#reveal")
         page.click("#intervene")  # empty message: refused with a clear message
@@ -250,6 +281,8 @@ def test_standard_session_survives_a_kill(tmp_path, browser, screens_dir):
         server.stop()
     for record in latest:
         assert record.teacher == "human:browser_1" and record.condition == "standard"
+        human = record.metadata["human"]
+        assert human["shown_at"] <= human["confirmed_at"] <= human["submitted_at"]
         assert record.intervention.attempt.text.startswith("Thanks, fixing it")
     assert sorted(r.intervention.tau_rel for r in latest)[-1] == 1.0
     report = generate_report([out], tmp_path / "report", samples=20)
@@ -275,6 +308,15 @@ def test_oracle_session_clicks_a_position(tmp_path, browser, screens_dir):
         assert 0 < position < len(TRACE)
         page.fill("#message", "Compute the intermediate quantity again.")
         shots.shot("trial_position_chosen")
+        forged = {
+            "csrf_token": page.input_value("#decision input[name=csrf_token]"),
+            "action": "intervene",
+            "message": "Not the participant's words.",
+            "position": "1",
+        }
+        action = server.url + page.get_attribute("#decision", "action")
+        assert "another website" in post_from_another_site(page.context, action, forged)
+        assert not (out / "episodes.jsonl").exists()  # nothing recorded
         page.click("#intervene")
         page.click("#no-intervention")
         questionnaire(page, shots)
