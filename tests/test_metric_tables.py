@@ -137,3 +137,17 @@ def test_names_importable_from_their_old_places():
     assert generalization.CONTEXTS == new_generalization.CONTEXTS
     assert tutor.transfer_report is new_tutor.transfer_report
     assert tutor.solo_outcome is elo.solo_outcome is new_tutor.solo_outcome
+
+
+def test_a_tutor_eval_prints_the_tutor_table(tmp_path, monkeypatch, capsys):
+    from intbench.cli import main
+
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    code = main([
+        "eval", "--env", "IntBench-Math-Tutor-v0", "--teacher", TEACHER, "--student", STUDENT,
+        "-n", "2", "--out", str(tmp_path / "run"), "--no-progress",
+    ])  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Tutor protocol" in printed and "withheld / message" in printed
+    assert "Monitor" not in printed

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from intbench import metrics
+from intbench.metrics import summarize
 from intbench.runner import EPISODE_TIMEOUT_S, ConfigMismatchError, RunConfig, run_eval
 
 # CLI flag -> env option, for the options users set most; others via --env-option.
@@ -51,7 +51,8 @@ def add_parser(subparsers) -> None:
         "matrix",
         help="the dense student x teacher grid of the feedback protocol, plus self-refinement",
         description="Runs every (student, teacher) pair of a feedback env in --out/<student>__<teacher>, "
-        "with the self_refine control for each student, then prints the matrix analyses.",
+        "with the self_refine control for each student, then prints the feedback table, the "
+        "matrices and their analyses.",
     )
     _common(grid)
     grid.add_argument("--students", required=True, help="comma-separated model specs")
@@ -168,7 +169,7 @@ def _eval(args) -> int:
     episodes = _run(config, args.out, args)
     if episodes is None:
         return 2
-    print(summary_table(episodes))
+    print(summarize(episodes).to_text())
     return 0
 
 
@@ -198,88 +199,9 @@ def _matrix(args) -> int:
             )
     if any(v is None for v in runs.values()):
         return 2
-    print(matrix_report(runs, students, teachers))
+    print(summarize([e for episodes in runs.values() for e in episodes]).to_text())
     return 0
 
 
 def _slug(spec: str) -> str:
     return "".join(c if c.isalnum() or c in "-." else "_" for c in spec)[:80]
-
-
-def summary_table(episodes: list[dict]) -> str:
-    """A one-screen summary of a run's metrics."""
-    if not episodes:
-        return "no episodes"
-    if episodes[0]["protocol"] == "feedback":
-        s = metrics.feedback_summary(episodes)
-        acc = " ".join(f"{v:.2f}" for v in s["acc"])
-        rows = [
-            ("episodes", f"{s['n_episodes']} ({s['n_errors']} errors excluded)"),
-            ("acc@k", acc),
-            *(
-                (name, str(s[name]))
-                for name in (
-                    "acc@1",
-                    f"acc@{s['k_max']}",
-                    "gain",
-                    "normalized_gain",
-                    "auc",
-                    "first_step_gain",
-                    "leak_rate",
-                )
-            ),
-        ]
-    else:
-        s = metrics.monitor_summary(episodes)
-        rows = [
-            (
-                "episodes",
-                f"{s['n_episodes']} ({s['n_errors']} errors excluded, {s['n_excluded']} interventions excluded)",
-            ),
-            ("interventions", str(s["n_interventions"])),
-            *(
-                (name, str(s[name]))
-                for name in (
-                    "phi",
-                    "phi_correct",
-                    "phi_incorrect",
-                    "tau_abs",
-                    "tau_rel",
-                    "H",
-                    "wrong_to_right",
-                    "right_to_wrong",
-                    "leak_rate",
-                )
-            ),
-        ]
-    width = max(len(name) for name, _ in rows)
-    lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
-    return "\n".join(["metric".ljust(width) + "  value [95% CI]", "-" * (width + 30), *lines])
-
-
-def matrix_report(
-    runs: dict[tuple[str, str], list[dict]], students: list[str], teachers: list[str]
-) -> str:
-    summaries = {pair: metrics.feedback_summary(eps) for pair, eps in runs.items() if eps}
-    lines = ["student x teacher: acc@1 / acc@K / AUC"]
-    for student in students:
-        for teacher in ["self_refine", *teachers]:
-            s = summaries.get((student, teacher))
-            if s:
-                lines.append(
-                    f"  {student} x {teacher}: {s['acc@1'].value:.3f} / {s['acc'][-1]:.3f} / {s['auc'].value:.3f}"
-                )
-    gains = {pair: s["gain"].value for pair, s in summaries.items() if pair[1] != "self_refine"}
-    if len(students) > 1 and len(teachers) > 1:
-        lines.append(f"fixed effects on gain: {metrics.fixed_effects(gains)}")
-    lines.append(f"best - worst teacher gain per student: {metrics.best_minus_worst(gains)}")
-    solo = {
-        s: summaries[(s, "self_refine")]["acc@1"].value
-        for s in students
-        if (s, "self_refine") in summaries
-    }
-    aucs = {pair: s["auc"].value for pair, s in summaries.items() if pair[1] != "self_refine"}
-    lines.append(
-        f"solver strength vs teaching (Spearman, inversion rate): {metrics.solver_vs_teacher(solo, aucs)}"
-    )
-    return "\n".join(lines)
