@@ -9,16 +9,23 @@
 ``DIR/problems.jsonl``
     the run's problems, written once, so analyses never rebuild them.
 
-Every write to these files goes through :class:`RunDir` and :class:`EpisodeLog`,
-so a lock that serializes writers has one place to go.
+``DIR/.lock``
+    held (``flock``) by the one process writing the run, with its pid inside.
+    A second writer fails at once, naming that pid.  The kernel drops the lock
+    when its holder dies, so a crashed run never leaves a stale lock: a resume
+    simply takes it.
+
+Every write to these files goes through :class:`RunDir` and :class:`EpisodeLog`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +36,7 @@ logger = logging.getLogger(__name__)
 EPISODES_FILE = "episodes.jsonl"
 CONFIG_FILE = "config.json"
 PROBLEMS_FILE = "problems.jsonl"
+LOCK_FILE = ".lock"
 
 REQUIRED_FIELDS = ("protocol", "problem_id", "domain", "student")
 # nested fields with the JSON types a record may hold there
@@ -45,6 +53,10 @@ MAX_REPORTED_LINE_NUMBERS = 5
 
 class ConfigMismatchError(RuntimeError):
     """The output directory holds a run with another configuration."""
+
+
+class RunLockedError(RuntimeError):
+    """Another live process is writing this run directory."""
 
 
 def record_problem(record: object) -> str | None:
@@ -202,6 +214,31 @@ class RunDir:
 
     def has_episodes(self) -> bool:
         return self.episodes_path.is_file()
+
+    # ------------------------------------------------------------ writer lock
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[None]:
+        """Hold the run's writer lock for the ``with`` block.
+
+        Raises:
+            RunLockedError: another live process holds it (its pid is in the message).
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                raise RunLockedError(
+                    f"{self.path} is being written by another process (pid {holder}); "
+                    "wait for it to finish, or use another --out directory"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # closing drops the flock
 
     # ------------------------------------------------------------ config
     def prepare(self, config: dict) -> None:

@@ -32,11 +32,12 @@ from intbench.cache import stable_hash
 from intbench.envs import flows
 from intbench.envs.registration import protocol_of
 from intbench.records import Episode, Problem
-from intbench.rundir import ConfigMismatchError, RunDir
+from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError
 
 __all__ = [
     "EPISODE_TIMEOUT_S",
     "ConfigMismatchError",
+    "RunLockedError",
     "RunConfig",
     "RunResult",
     "load_run",
@@ -100,10 +101,24 @@ def run_eval(
     """
     if episode_timeout_s is not None and not episode_timeout_s > 0:
         raise ValueError(f"episode_timeout_s must be positive, got {episode_timeout_s!r}")
+    run_dir = RunDir(out_dir)
+    with run_dir.writer():  # one writer per run directory
+        return _run_locked(
+            config, run_dir, concurrency, progress, on_episode, episode_timeout_s
+        )  # fmt: skip
+
+
+def _run_locked(
+    config: RunConfig,
+    run_dir: RunDir,
+    concurrency: int,
+    progress: bool,
+    on_episode: Callable[[dict], None] | None,
+    episode_timeout_s: float | None,
+) -> RunResult:
     from intbench.teachers import make_teacher
 
-    out = Path(out_dir)
-    run_dir = RunDir(out)
+    out = run_dir.path
     run_dir.prepare(config.to_dict())
     log = run_dir.log()
     retried = log.drop_failed()

@@ -136,6 +136,50 @@ def test_failed_episodes_are_recorded_then_retried(tmp_path, monkeypatch):
     assert not any(e["error"] for e in second.episodes) and len(keys_in(out)) == 4
 
 
+def test_a_second_writer_fails_at_once_naming_the_first(tmp_path, env_vars):
+    out = tmp_path / "run"
+    first = subprocess.Popen(
+        eval_cmd(out, n=12),
+        env=env_vars,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not (out / "episodes.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)  # the first writer holds the lock before its first episode
+    started = time.monotonic()
+    second = subprocess.run(
+        eval_cmd(out, n=12), env=env_vars, cwd=ROOT, capture_output=True, text=True
+    )
+    assert second.returncode == 2
+    assert f"being written by another process (pid {first.pid})" in second.stderr
+    assert time.monotonic() - started < 30  # refused before any model or env is built
+    assert first.wait(timeout=120) == 0
+    keys = keys_in(out)
+    assert len(keys) == len(set(keys)) == 24
+
+
+def test_the_lock_of_a_killed_writer_does_not_block_the_resume(tmp_path):
+    from intbench.rundir import RunDir, RunLockedError
+
+    script = (
+        "import sys, time\nfrom intbench.rundir import RunDir\n"
+        "with RunDir(sys.argv[1]).writer():\n    print('locked', flush=True)\n    time.sleep(60)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline().strip() == "locked"
+    with pytest.raises(RunLockedError, match=f"pid {holder.pid}"):
+        with RunDir(tmp_path).writer():
+            pass
+    holder.kill()
+    holder.wait()
+    with RunDir(tmp_path).writer():  # the kernel dropped the dead holder's lock
+        assert (tmp_path / ".lock").read_text().strip() == str(os.getpid())
+
+
 def test_an_episode_past_its_wall_clock_limit_fails_and_is_rerun(tmp_path, monkeypatch):
     monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
     problems = load_problems("math", source="offline", n=3, seed=0)
