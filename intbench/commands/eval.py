@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 
 from intbench.metrics import summarize
-from intbench.runner import EPISODE_TIMEOUT_S, ConfigMismatchError, RunConfig, run_eval
+from intbench.runner import (
+    EPISODE_TIMEOUT_S,
+    ConfigMismatchError,
+    RunConfig,
+    RunLockedError,
+    run_eval,
+)
 
 # CLI flag -> env option, for the options users set most; others via --env-option.
 ENV_FLAGS = {
@@ -155,7 +161,7 @@ def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
             progress=not args.no_progress,
             episode_timeout_s=args.episode_timeout,
         )
-    except ConfigMismatchError as exc:
+    except (ConfigMismatchError, RunLockedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
     print(
