@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "intbench"
 
 
@@ -138,21 +136,6 @@ def test_the_parser_sees_lazy_and_relative_imports(tmp_path):
     assert find_cycles(graph) == [["intbench.other", "intbench.sub.leaf", "intbench.other"]]
 
 
-# The metrics redesign (issue #19, point 4) merges report/tables, report/html and
-# generalization/metrics into one metrics package, which removes their cycles.
-METRICS_REDESIGN = ("intbench.report", "intbench.generalization")
-
-
-def _in_metrics_redesign(cycle: list[str]) -> bool:
-    return any(module.startswith(METRICS_REDESIGN) for module in cycle)
-
-
 def test_no_import_cycles():
     cycles = find_cycles(import_graph())
-    others = [c for c in cycles if not _in_metrics_redesign(c)]
-    assert not others, "import cycles:\n" + "\n".join(" -> ".join(c) for c in others)
-    if cycles:
-        pytest.skip(
-            "import cycles left to the metrics redesign (report/tables <-> "
-            "generalization/metrics): " + "; ".join(" -> ".join(c) for c in cycles)
-        )
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
