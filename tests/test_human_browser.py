@@ -159,31 +159,38 @@ def wait_for_completed(out: Path, expected: int) -> list[dict]:
         time.sleep(0.3)
 
 
+def submit(page, button: str) -> None:
+    """Click a button that posts its form, and wait for the page the server answers with
+    (reading the page before it arrives would read the previous one)."""
+    with page.expect_navigation():
+        page.click(button)
+
+
 def practice_check_and_instructions(page, shots: Screens, condition: str) -> None:
     shots.shot("instructions")
-    page.click("#continue")
+    submit(page, "#continue")
     if condition == "standard":
         shots.shot("practice_reading")
-        page.click("#confirm-read")
+        submit(page, "#confirm-read")
         shots.shot("practice_trace")
-        page.click("#reveal")
+        submit(page, "#reveal")
         page.fill("#message", "Practice message.")
-        page.click("#intervene")
-        page.click("#confirm-read")
+        submit(page, "#intervene")
+        submit(page, "#confirm-read")
         while page.locator("#reveal").count():
-            page.click("#reveal")
+            submit(page, "#reveal")
         shots.shot("practice_trace_end")
-        page.click("#move-on")
+        submit(page, "#move-on")
     else:
         shots.shot("practice_oracle")
-        page.click("#no-intervention")
-        page.click("#no-intervention")
+        submit(page, "#no-intervention")
+        submit(page, "#no-intervention")
     shots.shot("check")
     page.check("#check-messages input[value=many]")
     for fieldset in page.locator("fieldset").all():
         if not fieldset.locator("input:checked").count():
             fieldset.locator("input").first.check()
-    page.click("#check-submit")
+    submit(page, "#check-submit")
     if page.locator("#error-message").count():
         shots.shot("check_wrong")
     answers = {
@@ -192,7 +199,7 @@ def practice_check_and_instructions(page, shots: Screens, condition: str) -> Non
     }[condition]
     for qid, value in {**answers, "messages": "one"}.items():
         page.check(f"#check-{qid} input[value={value}]")
-    page.click("#check-submit")
+    submit(page, "#check-submit")
 
 
 def first_scored_trial(out: Path, participant_id: str) -> dict:
@@ -225,7 +232,7 @@ def questionnaire(page, shots: Screens) -> None:
     page.check("#q-parent input[value=no]")
     page.check("#q-ai_use input[value=weekly]")
     page.fill("#q-strategy", "I waited until the student went wrong.")
-    page.click("#questionnaire-submit")
+    submit(page, "#questionnaire-submit")
     assert page.inner_text("#completion-code") == "C0DE42"
     shots.shot("done")
 
@@ -248,18 +255,18 @@ def test_standard_session_survives_a_kill(tmp_path, browser, screens_dir):
         page.reload()  # a reload does not restart the clock
         page.wait_for_load_state("networkidle")
         assert first_scored_trial(out, "browser_1") == trial
-        page.click("#confirm-read")
-        page.click("#reveal")
-        page.click("#intervene")  # empty message: refused with a clear message
+        submit(page, "#confirm-read")
+        submit(page, "#reveal")
+        submit(page, "#intervene")  # empty message: refused with a clear message
         assert "empty" in page.inner_text("#error-message")
         shots.shot("error_empty_message")
         page.fill("#message", "Re-read what the question asks for.")
-        page.click("#intervene")
+        submit(page, "#intervene")
 
         assert "Question 2 of 2" in page.inner_text("#progress")
-        page.click("#confirm-read")
-        page.click("#reveal")
-        page.click("#reveal")
+        submit(page, "#confirm-read")
+        submit(page, "#reveal")
+        submit(page, "#reveal")
         shots.shot("trial_trace")
         shown = page.inner_text("#trace")
         server.kill()
@@ -270,10 +277,10 @@ def test_standard_session_survives_a_kill(tmp_path, browser, screens_dir):
             "Question 2 of 2" in page.inner_text("#progress") and page.inner_text("#trace") == shown
         )
         while page.locator("#reveal").count():
-            page.click("#reveal")
+            submit(page, "#reveal")
         assert page.inner_text("#trace") == TRACE
         page.fill("#message", "Check the last step.")
-        page.click("#intervene")
+        submit(page, "#intervene")
         questionnaire(page, shots)
 
         latest = wait_for_completed(out, expected=2)
@@ -317,8 +324,8 @@ def test_oracle_session_clicks_a_position(tmp_path, browser, screens_dir):
         action = server.url + page.get_attribute("#decision", "action")
         assert "another website" in post_from_another_site(page.context, action, forged)
         assert not (out / "episodes.jsonl").exists()  # nothing recorded
-        page.click("#intervene")
-        page.click("#no-intervention")
+        submit(page, "#intervene")
+        submit(page, "#no-intervention")
         questionnaire(page, shots)
         latest = wait_for_completed(out, expected=2)
     finally:
