@@ -10,9 +10,11 @@ import pytest
 from intbench.tutor import (
     EloConfig,
     EloTable,
+    SessionRanking,
     elo_update,
     expected_score,
     fit_bradley_terry,
+    model_skill,
     pairwise_from_rankings,
     rankings_from_episodes,
     ratings_from_episodes,
@@ -21,8 +23,7 @@ from intbench.tutor import (
 )
 from intbench.tutor.elo import DOMAIN_ELO, initial_task_rating
 
-PLAIN = EloConfig(k=32, surprise=0.0, initial=1500, lower=0, upper=3000)
-SURPRISE = EloConfig(k=32, surprise=1.0, initial=1500, lower=0, upper=3000)
+CONFIG = EloConfig(k=32, scale=400, initial=1500, lower=0, upper=3000)
 
 
 # ----------------------------------------------------------------------- Elo
@@ -32,55 +33,71 @@ def test_expected_score_by_hand():
     assert expected_score(1900, 1500) == pytest.approx(10 / 11)
 
 
-def test_even_match_update_by_hand():
-    # E = 1/2, surprise 1/2: delta = 32 * (1 + 1/2) * 1/2 = 24
-    assert elo_update(1500, 1500, True, SURPRISE) == pytest.approx((1524, 1476))
-    assert elo_update(1500, 1500, False, SURPRISE) == pytest.approx((1476, 1524))
-    assert elo_update(1500, 1500, True, PLAIN) == pytest.approx((1516, 1484))
+def test_domain_constants_are_kites():
+    # KITE App. C.8: coding K=64, S=200, [1000, 4000], next task 200-400 above;
+    # math K=0.8, S=1, [1, 10], next task 0.75-1.25 above.
+    coding, math_ = DOMAIN_ELO["codeforces"], DOMAIN_ELO["math"]
+    assert (coding.k, coding.scale, coding.lower, coding.upper) == (64, 200, 1000, 4000)
+    assert coding.band == (200, 400)
+    assert (math_.k, math_.scale, math_.lower, math_.upper) == (0.8, 1, 1, 10)
+    assert math_.band == (0.75, 1.25)
 
 
-def test_surprising_outcomes_move_ratings_further():
-    # E = 1/11.  Solved (surprising): plain 32 * 10/11, surprise-conditioned 32 * 21/11 * 10/11.
-    assert elo_update(1500, 1900, True, PLAIN)[0] == pytest.approx(1500 + 320 / 11)
-    assert elo_update(1500, 1900, True, SURPRISE)[0] == pytest.approx(1500 + 6720 / 121)
-    # Failed (expected): 32 * (1 + 1/11) * (-1/11) = -384/121, barely more than plain -32/11.
-    student, task = elo_update(1500, 1900, False, SURPRISE)
-    assert student == pytest.approx(1500 - 384 / 121) and task == pytest.approx(1900 + 384 / 121)
+def test_math_update_by_hand_keeps_the_task_rating():
+    # P_e = 1 / (1 + 10^((6 - 5) / 1)) = 1/11; a loss: 5 + 0.8 (0 - 1/11) = 4.927
+    student, task = elo_update(5, 6, False, DOMAIN_ELO["math"])
+    assert student == pytest.approx(5 - 0.8 / 11) and round(student, 3) == 4.927
+    assert task == 6
+    # a win: 5 + 0.8 (1 - 1/11) = 5.727
+    assert elo_update(5, 6, True, DOMAIN_ELO["math"]) == pytest.approx((5 + 0.8 * 10 / 11, 6))
 
 
-def test_ratings_stay_within_bounds():
-    tight = EloConfig(k=32, surprise=1.0, initial=1500, lower=1490, upper=1510)
-    assert elo_update(1500, 1500, True, tight) == (1510, 1490)
-    assert elo_update(1500, 1500, False, tight) == (1490, 1510)
+def test_coding_update_by_hand_keeps_the_task_rating():
+    # P_e = 1 / (1 + 10^((1700 - 1500) / 200)) = 1/11; a win: 1500 + 64 * 10/11
+    assert elo_update(1500, 1700, True, DOMAIN_ELO["codeforces"]) == pytest.approx(
+        (1500 + 640 / 11, 1700)
+    )
+    # an even match lost: 1500 - 64/2
+    assert elo_update(1500, 1500, False, DOMAIN_ELO["codeforces"]) == (1468, 1500)
+
+
+def test_ratings_stay_within_the_domain_bounds():
+    # math 9.8 vs 9.8 won: 9.8 + 0.4 = 10.2 -> 10; coding 1010 vs 1010 lost: 978 -> 1000
+    assert elo_update(9.8, 9.8, True, DOMAIN_ELO["math"]) == (10, 9.8)
+    assert elo_update(1010, 1010, False, DOMAIN_ELO["codeforces"]) == (1000, 1010)
 
 
 def test_config_validation():
     for kwargs in (
         {"k": 0},
-        {"surprise": -1},
+        {"scale": 0},
         {"lower": 10, "upper": 5},
         {"initial": 9999},
         {"band": (200, 100)},
     ):
         with pytest.raises(ValueError):
             EloConfig(**kwargs)
-    assert DOMAIN_ELO["codeforces"].lower == 800 and DOMAIN_ELO["codeforces"].upper == 3500
 
 
 def test_initial_task_rating_from_metadata():
-    assert initial_task_rating({"rating": 1900}, SURPRISE) == 1900
-    assert initial_task_rating({"rating": 9000}, SURPRISE) == 3000
-    assert initial_task_rating({"level": 5}, SURPRISE) == 1900  # 1500 + (5 - 3) * 200
-    assert initial_task_rating({"difficulty": 1}, SURPRISE) == 1100
-    assert initial_task_rating({"rating": True, "level": "hard"}, SURPRISE) == 1500
+    assert initial_task_rating({"rating": 1900}, CONFIG) == 1900
+    assert initial_task_rating({"rating": 9000}, CONFIG) == 3000
+    assert initial_task_rating({"level": 5}, CONFIG) == 1900  # 1500 + (5 - 3) * 200
+    assert initial_task_rating({"difficulty": 1}, CONFIG) == 1100
+    assert initial_task_rating({"rating": True, "level": "hard"}, CONFIG) == 1500
+    # MATH levels 1-5 on the 1-10 scale: 2.5 + 0.75 (level - 3)
+    assert initial_task_rating({"level": 5}, DOMAIN_ELO["math"]) == pytest.approx(4.0)
+    assert initial_task_rating({"level": 1}, DOMAIN_ELO["math"]) == pytest.approx(1.0)
 
 
-def test_table_records_both_sides():
-    table = EloTable(SURPRISE)
-    assert table.record("s", "t", True) == pytest.approx((1524, 1476))
-    assert table.student("s") == pytest.approx(1524) and table.task("t") == pytest.approx(1476)
+def test_table_moves_the_student_only():
+    table = EloTable(CONFIG)
+    assert table.record("s", "t", True, {"rating": 1500}) == pytest.approx((1516, 1500))
+    assert table.record("s", "t", False) == pytest.approx(
+        (1516 - 32 * expected_score(1516, 1500), 1500)
+    )
+    assert table.task("t") == 1500
     assert table.student("new") == 1500
-    assert table.to_dict()["students"] == {"s": pytest.approx(1524)}
 
 
 def test_task_selection_draws_from_the_band_above_the_student():
@@ -143,12 +160,24 @@ def test_ratings_from_episodes_replays_in_order():
         _episode("p2", "s", solved=False),
         _episode("p1", "s", condition="ideation", teacher="T"),  # not a solo solve: ignored
     ]
-    tables = ratings_from_episodes(episodes, {"math": SURPRISE})
-    expected = EloTable(SURPRISE)
+    tables = ratings_from_episodes(episodes, {"math": CONFIG})
+    expected = EloTable(CONFIG)
     expected.record("s", "p1", True)
     expected.record("s", "p2", False)
     assert tables["math"].students == pytest.approx(expected.students)
     assert tables["math"].tasks == pytest.approx(expected.tasks)
+
+
+def test_model_skill_is_the_mean_rating_of_the_hardest_solved_quarter():
+    ratings = {f"p{i}": 1000 + 100 * i for i in range(1, 10)}
+    episodes = [
+        {**_episode(p, "M", solved=i != 9), "domain": "codeforces",
+         "metadata": {"problem": {"rating": r}}}
+        for i, (p, r) in enumerate(ratings.items(), start=1)
+    ]  # fmt: skip
+    episodes.append({**episodes[8], "solved_at": 1})  # p9 solved on a second try
+    # solved: p1..p9 (9 tasks); the hardest quarter: ceil(9 / 4) = 3 -> 1900, 1800, 1700
+    assert model_skill(episodes) == {("codeforces", "M"): pytest.approx(1800)}
 
 
 def test_transfer_report_compares_the_same_tasks():
@@ -186,6 +215,58 @@ def test_pairwise_from_rankings_with_ties_and_orders():
         pairwise_from_rankings([["A", "A"]])
     with pytest.raises(ValueError, match="mapping or a sequence"):
         pairwise_from_rankings([42])
+
+
+def test_session_rankings_compare_the_latest_model_only():
+    # KITE C.7.1: after a session with C, the ranking D > C > B > A gives C's
+    # comparisons only: D beats C, C beats B, C beats A (B vs A is not recorded).
+    names, wins = pairwise_from_rankings([SessionRanking(["D", "C", "B", "A"], latest="C")])
+    assert names == ["A", "B", "C", "D"]
+    expected = np.zeros((4, 4))
+    expected[3, 2] = expected[2, 1] = expected[2, 0] = 1
+    np.testing.assert_allclose(wins, expected)
+    with pytest.raises(ValueError, match="not ranked"):
+        SessionRanking(["A", "B"], latest="Z")
+
+
+def test_ties_count_half_or_are_dropped():
+    ranking = [{"A": 1.0, "B": 1.0, "C": 0.0}]
+    _, half = pairwise_from_rankings(ranking)
+    _, dropped = pairwise_from_rankings(ranking, ties="drop")
+    assert half[0, 1] == half[1, 0] == 0.5
+    assert dropped[0, 1] == dropped[1, 0] == 0 and dropped[0, 2] == dropped[1, 2] == 1
+    with pytest.raises(ValueError, match="ties"):
+        pairwise_from_rankings(ranking, ties="coin")
+
+
+def test_pi_scale_standard_errors_two_teachers_by_hand():
+    # A beats B 2 of 3: π = (2/3, 1/3).  C.7.3: I_AA = 3 / (π_A + π_B)^2 * π_B / π_A = 3/2;
+    # B's row and column removed, Var(π_A) = 2/3.
+    fit = fit_bradley_terry([["A", "B"], ["A", "B"], ["B", "A"]])
+    np.testing.assert_allclose(fit.pi, [2 / 3, 1 / 3], atol=1e-9)
+    assert fit.pi_reference == "B"
+    assert fit.pi_se[0] == pytest.approx(math.sqrt(2 / 3)) and math.isnan(fit.pi_se[1])
+    other = fit_bradley_terry([["A", "B"], ["A", "B"], ["B", "A"]], pi_reference="A")
+    # I_BB = 3 * π_A / π_B = 6, Var(π_B) = 1/6
+    assert other.pi_se[1] == pytest.approx(math.sqrt(1 / 6)) and math.isnan(other.pi_se[0])
+
+
+def test_pi_scale_standard_errors_three_teachers_by_hand():
+    # A beats B twice, B beats C, C beats A, B beats A: n_AB = 2, n_BA = 1, n_BC = 1,
+    # n_CA = 1.  Fit, then build C.7.3's information from the fitted π by hand.
+    rankings = [["A", "B"], ["A", "B"], ["B", "A"], ["B", "C"], ["C", "A"]]
+    fit = fit_bradley_terry(rankings)
+    a, b, c = fit.pi
+    assert a + b + c == pytest.approx(1.0)
+    i_aa = 3 / (a + b) ** 2 * b / a + 1 / (a + c) ** 2 * c / a
+    i_bb = 3 / (a + b) ** 2 * a / b + 1 / (b + c) ** 2 * c / b
+    i_ab = -3 / (a + b) ** 2
+    det = i_aa * i_bb - i_ab**2
+    assert fit.pi_se[0] == pytest.approx(math.sqrt(i_bb / det))
+    assert fit.pi_se[1] == pytest.approx(math.sqrt(i_aa / det))
+    assert math.isnan(fit.pi_se[2])
+    # the MLE solves the paper's fixed point π_i = w_i / sum_j (n_ij + n_ji) / (π_i + π_j)
+    assert a == pytest.approx(2 / (3 / (a + b) + 1 / (a + c)))
 
 
 def test_two_teachers_closed_form():
@@ -268,6 +349,7 @@ def test_rankings_from_episodes_and_report_outputs():
     report = fit.to_dict()
     assert report["win_rate"]["T1"]["T2"] == pytest.approx(0.5)
     assert [row["teacher"] for row in report["teachers"]] == ["T1", "T2"]
-    assert fit.table().splitlines()[0].startswith("| teacher | strength | SE |")
+    assert fit.table().splitlines()[0].startswith("| teacher | π | π SE | strength | SE |")
+    assert "| T2 | 0.500 | n/a |" in fit.table()  # the teacher held fixed for the π SEs
     with pytest.raises(ValueError, match="score"):
         rankings_from_episodes(episodes, score="auc")

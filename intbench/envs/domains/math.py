@@ -71,8 +71,12 @@ DOMAIN = Domain(
         rebuild="intbench.envs.domains.generators.math_problems:rebuild_math",
         reference_response=boxed_answer,
     ),
+    # KITE App. C.8, math: K=0.8, S=1, ratings in [1, 10], next task 0.75-1.25 above.
+    # The paper rates problems on the AoPS scale; a MATH level L is placed at
+    # 2.5 + 0.75 (L - 3), i.e. levels 1-5 at 1.0-4.0, and a new student at 2.5
+    # (this project's choice: the paper starts from a self-reported level).
     elo=EloConfig(
-        k=32.0, surprise=1.0, initial=1500.0, lower=500.0, upper=2500.0, band=(50.0, 250.0)
+        k=0.8, scale=1.0, initial=2.5, lower=1.0, upper=10.0, band=(0.75, 1.25), level_step=0.75
     ),
     license=LICENSE,
 )

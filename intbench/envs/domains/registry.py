@@ -54,34 +54,31 @@ class HubRef:
 
 @dataclass(frozen=True)
 class EloConfig:
-    """One domain's rating constants (see :mod:`intbench.tutor.elo`).
+    """One domain's rating constants (see :mod:`intbench.tutor.elo`, KITE App. C.8).
 
     Attributes:
-        k: base step size (rating points for a 0-vs-1 surprise of 1, S = 0).
-        surprise: ``S``, the extra weight of unlikely outcomes (0 = plain Elo).
+        k: ``K``, the rating change for an outcome that was not expected at all.
+        scale: ``S``, the rating difference at which the odds are 10:1.
         initial: rating of a new student, and of a task without a known rating.
-        lower, upper: rating bounds for students and tasks.
-        scale: rating difference at which the odds are 10:1.
-        band: task selection offsets ``(low, high)`` above the student's rating.
+        lower, upper: the bounds a student's rating is clipped to (task ratings
+            from metadata are clipped too).
+        band: the next task is drawn from ``[rating + band[0], rating + band[1]]``.
         level_step: rating points per difficulty level when a task's metadata
             has a 1-5 ``level``/``difficulty`` (MATH-style) instead of a rating;
             level 3 maps to ``initial``.
     """
 
     k: float = 32.0
-    surprise: float = 1.0
+    scale: float = 400.0
     initial: float = 1500.0
     lower: float = 0.0
     upper: float = 3000.0
-    scale: float = 400.0
     band: tuple[float, float] = (0.0, 200.0)
     level_step: float = 200.0
 
     def __post_init__(self) -> None:
         if self.k <= 0 or self.scale <= 0:
             raise ValueError(f"k and scale must be positive, got k={self.k}, scale={self.scale}")
-        if self.surprise < 0:
-            raise ValueError(f"surprise (S) must be >= 0, got {self.surprise}")
         if not self.lower < self.upper:
             raise ValueError(f"lower must be below upper, got {self.lower} >= {self.upper}")
         if not self.lower <= self.initial <= self.upper:
