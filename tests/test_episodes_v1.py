@@ -100,14 +100,16 @@ def test_feedback_metrics_are_unchanged(typed):
 def test_tutor_solve_rates_and_ratings_are_unchanged():
     assert acc_at_k(load_run(FIXTURE / "tutor"), 5) == [0.5, 0.75, 1.0, 1.0, 1.0]
     ratings = ratings_from_episodes(load_run(FIXTURE / "monitor"))["math"].to_dict()
+    # KITE App. C.8 on the math scale: start 2.5; levels 3, 1, 4, 1 sit at 2.5, 1.0, 3.25, 1.0
+    # (right, wrong, wrong, right): 2.9, 2.1099, 2.0559, 2.1206; task ratings never move.
     assert ratings["students"] == {
-        "scripted:tests.scripted_students:fixture_student": 1463.4465966904893
+        "scripted:tests.scripted_students:fixture_student": pytest.approx(2.1205642088960466)
     }
     assert ratings["tasks"] == {
-        "math/procedural/test/0/0": 1476.0,
-        "math/procedural/test/0/1": 1156.5140454336852,
-        "math/procedural/test/0/2": 1708.0297417587826,
-        "math/procedural/test/0/3": 1096.009616117043,
+        "math/procedural/test/0/0": 2.5,
+        "math/procedural/test/0/1": 1.0,
+        "math/procedural/test/0/2": 3.25,
+        "math/procedural/test/0/3": 1.0,
     }
 
 
