@@ -71,6 +71,7 @@ def test_monitor_metrics_are_unchanged(typed):
         "n_errors": 0,
         "n_interventions": 4,
         "n_excluded": 0,
+        "n_failed_continuations": 0,
         "leak_rate": {"value": 0.0, "low": 0.0, "high": 0.0, "n": 4},
     }
 
@@ -123,7 +124,7 @@ def test_report_tables_are_unchanged():
         "monitor": f"| math | {student} | random:0.3 | continue | standard "
         "| 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] "
         "| 200.000 [200.000, 200.000] | 0.957 [0.957, 0.957] | 0.000 [-0.506, 0.750] "
-        "| 0.500 [0.000, 1.000] | 0.500 [0.000, 1.000] | 0.000 [0.000, 0.000] | 4 | 4 | 0 | 0 |",
+        "| 0.500 [0.000, 1.000] | 0.500 [0.000, 1.000] | 0.000 [0.000, 0.000] | 4 | 4 | 0 | 0 | 0 |",
         "feedback": f"| math | {student} | scripted:tests.scripted_students:fixture_teacher "
         "| teacher | 10 | 0.500 [0.000, 1.000] | 0.750 [0.500, 1.000] | 0.250 [0.000, 0.500] "
         "| 0.500 [0.000, 1.000] | 0.725 [0.450, 1.000] | 0.250 [0.000, 0.500] "

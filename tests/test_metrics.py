@@ -64,6 +64,35 @@ def test_monitor_metrics_hand_computed():
     assert s["phi"].low <= s["phi"].value <= s["phi"].high
 
 
+def test_failed_continuation_stays_in_phi_and_tau_and_leaves_h():
+    # Int-Bench §3.2-3.3: 4 monitoring rollouts, 2 interventions, the continuation
+    # after one of them failed.  φ = 2/4, τ over both interventions, H over the other.
+    failed = monitor_episode(
+        "c", False, tau=40, total=100, error="student failed after the intervention: timeout"
+    )
+    failed["intervention"]["attempt"] = {"text": "", "error": "timeout"}
+    episodes = [
+        monitor_episode("a", True),
+        monitor_episode("b", False),
+        failed,
+        monitor_episode("d", False, tau=20, total=100, post_ok=True),
+    ]
+    s = metrics.monitor_summary(episodes, samples=50)
+    assert s["phi"].value == pytest.approx(2 / 4)
+    assert s["phi_incorrect"].value == pytest.approx(2 / 3)
+    assert s["phi_correct"].value == 0.0
+    assert s["tau_abs"].value == pytest.approx((40 + 20) / 2)
+    assert s["tau_rel"].value == pytest.approx((0.4 + 0.2) / 2)
+    assert s["H"].value == pytest.approx(1.0)  # H_d = 1 - 0; c has no outcome
+    assert s["wrong_to_right"].value == pytest.approx(1.0)
+    assert s["n_episodes"] == 4 and s["n_errors"] == 0 and s["n_failed_continuations"] == 1
+    # a failed baseline still leaves every metric
+    broken = monitor_episode("e", True, error="student failed on the baseline: timeout")
+    broken["baseline"] = {"text": "", "error": "timeout"}
+    s = metrics.monitor_summary([*episodes, broken], samples=50)
+    assert s["phi"].value == pytest.approx(2 / 4) and s["n_errors"] == 1
+
+
 def test_monitor_without_interventions_is_nan_not_zero():
     s = metrics.monitor_summary(
         [monitor_episode("a", True), monitor_episode("b", False)], samples=50

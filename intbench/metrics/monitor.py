@@ -10,6 +10,13 @@ H: mean of H_i = post-intervention correctness - baseline correctness over
     wrong baseline that end right, right→wrong the share of interventions on
     a right baseline that end wrong.
 
+A failed model call or grader on the baseline leaves the episode out of every
+metric.  When only the student's continuation after the intervention failed,
+the monitoring itself happened: the episode stays in φ, φ_correct,
+φ_incorrect and τ, and only leaves H, wrong→right and right→wrong
+(Int-Bench §3.2-3.3 define φ and τ over all monitoring rollouts and H over
+the interventions whose outcome is known).
+
 Groups are domain x student x teacher x post x condition.
 """
 
@@ -30,6 +37,38 @@ def _baseline_correct(episode: Episode) -> bool:
 
 def _post_correct(intervention: Intervention) -> bool:
     return intervention.attempt is not None and intervention.attempt.correct
+
+
+def _graded_intervention(episode: Episode) -> Intervention | None:
+    """The applied intervention, if the continuation after it was generated and graded."""
+    intervention = episode.applied_intervention
+    attempt = intervention.attempt if intervention else None
+    graded = attempt is not None and not attempt.error and attempt.status != "error"
+    return intervention if graded else None
+
+
+def continuation_failed(episode: Episode) -> bool:
+    """Whether only the student's call or grading after the intervention failed."""
+    baseline = episode.baseline
+    return bool(
+        episode.error
+        and baseline is not None
+        and not baseline.error
+        and baseline.status in ("correct", "incorrect")
+        and episode.applied_intervention
+        and not _graded_intervention(episode)
+    )
+
+
+def split_monitor_errors(episodes: Records) -> tuple[list[Episode], int, int]:
+    """-> (episodes the monitoring metrics use, episodes left out, failed continuations).
+
+    Failed continuations are among the episodes used; :func:`helpfulness` and
+    the transition rates skip them.
+    """
+    usable, errors = split_errors(episodes)
+    failed = [e for e in as_episodes(episodes) if continuation_failed(e)]
+    return usable + failed, errors - len(failed), len(failed)
 
 
 def phi(episodes: Records) -> float:
@@ -53,7 +92,7 @@ def helpfulness(episodes: Records) -> float:
         [
             float(_post_correct(i)) - float(_baseline_correct(e))
             for e in as_episodes(episodes)
-            if (i := e.applied_intervention)
+            if (i := _graded_intervention(e))
         ]
     )
 
@@ -63,7 +102,7 @@ def wrong_to_right(episodes: Records) -> float:
         [
             float(_post_correct(i))
             for e in as_episodes(episodes)
-            if (i := e.applied_intervention) and not _baseline_correct(e)
+            if (i := _graded_intervention(e)) and not _baseline_correct(e)
         ]
     )
 
@@ -73,7 +112,7 @@ def right_to_wrong(episodes: Records) -> float:
         [
             float(not _post_correct(i))
             for e in as_episodes(episodes)
-            if (i := e.applied_intervention) and _baseline_correct(e)
+            if (i := _graded_intervention(e)) and _baseline_correct(e)
         ]
     )
 
@@ -110,11 +149,12 @@ LABELS = {
 
 def monitor_summary(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict:
     """All monitor metrics of one group of episodes, with CIs and counts."""
-    usable, errors = split_errors(episodes)
+    usable, errors, failed = split_monitor_errors(episodes)
     groups = by_problem(usable)
     summary = {name: bootstrap(groups, fn, samples) for name, fn in MONITOR_METRICS.items()}
     summary["n_episodes"] = len(usable)
     summary["n_errors"] = errors
+    summary["n_failed_continuations"] = failed
     summary["n_interventions"] = sum(1 for e in usable if e.intervention)
     summary["n_excluded"] = sum(1 for e in usable if e.intervention and e.intervention.excluded)
     summary["leak_rate"] = bootstrap(groups, leak_rate, samples)
@@ -150,6 +190,7 @@ COUNTS = {
     "n": "n_episodes",
     "interventions": "n_interventions",
     "excluded": "n_excluded",
+    "failed continuations": "n_failed_continuations",
     "errors": "n_errors",
 }
 
@@ -163,7 +204,9 @@ def monitor_table(monitor: dict[MonitorKey, dict]) -> Table:
         monitor,
         LABELS,
         COUNTS,
-        "95% bootstrap CIs over problems. τ and H are over applied interventions; errors are excluded from every metric.",
+        "95% bootstrap CIs over problems. τ is over applied interventions, H over those whose "
+        "continuation was graded; a failed continuation leaves only H and the transitions, other "
+        "errors every metric.",
         headline=["domain", "teacher", "condition", "post", "phi", "tau_rel", "H", "n", "errors"],
     )
 
