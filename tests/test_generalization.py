@@ -243,21 +243,25 @@ def test_g_matches_hand_computed_values():
         record("C", 0, "no_context", True),
     ]  # fmt: skip
     scores = generalization_scores(records, samples=200)
-    # g_nc: A 0.5, B 0.25, C 1  -> G = 1.75 / 3
-    assert scores["no_context"]["G"].value == pytest.approx(1.75 / 3)
-    # g_pc: A 1, B 0.5 -> G 0.75; Δ over A, B: (0.5 + 0.25) / 2
-    assert scores["problem_context"]["G"].value == pytest.approx(0.75)
-    assert scores["problem_context"]["delta"].value == pytest.approx(0.375)
-    # g_ic: A 0, B 1 (the error record is left out) -> G 0.5; Δ: (-0.5 + 0.75) / 2
-    assert scores["intervention_context"]["G"].value == pytest.approx(0.5)
-    assert scores["intervention_context"]["delta"].value == pytest.approx(0.125)
+    # Int-Bench §3.5, per reference-variant pair.  No-Context: A/v0 1, A/v1 0,
+    # B/v0 1, B/v1..3 0, C/v0 1 -> accuracy 3/7.
+    assert scores["no_context"]["accuracy"].value == pytest.approx(3 / 7)
+    # Problem-Context: A 1, 1; B 1, 1, 0, 0 -> accuracy 4/6;
+    # G_i over the same 6 pairs: 0, 1, 0, 1, 0, 0 -> G = 2/6
+    assert scores["problem_context"]["accuracy"].value == pytest.approx(4 / 6)
+    assert scores["problem_context"]["G"].value == pytest.approx(2 / 6)
+    # Intervention-Context: A 0, 0; B/v0 1 (B/v1's error record is left out) -> 1/3;
+    # G_i: A/v0 -1, A/v1 0, B/v0 0 -> G = -1/3
+    assert scores["intervention_context"]["accuracy"].value == pytest.approx(1 / 3)
+    assert scores["intervention_context"]["G"].value == pytest.approx(-1 / 3)
     assert scores["intervention_context"]["n_errors"] == 1
     assert scores["intervention_context"]["n_records"] == 3
-    assert scores["no_context"]["n_problems"] == 3 and scores["no_context"]["delta"].value == 0.0
+    assert scores["no_context"]["n_problems"] == 3 and scores["no_context"]["G"].value == 0.0
+    assert scores["no_context"]["n_pairs"] == 7
     g = scores["problem_context"]["G"]
     assert g.low <= g.value <= g.high and (g.low, g.high) != (g.value, g.value) and g.n == 2
-    # Resampling whole problems: the CI of G lies within the range of per-problem scores.
-    assert 0.5 <= g.low and g.high <= 1.0
+    # Resampling whole original problems: A's pairs give 1/2, B's 1/4.
+    assert 0.25 <= g.low and g.high <= 0.5
 
 
 def test_g_is_undefined_without_records_and_ignores_other_protocols():
@@ -265,10 +269,11 @@ def test_g_is_undefined_without_records_and_ignores_other_protocols():
     monitor = {**record("A", 0, "no_context", True), "protocol": "monitor"}
     assert generalization_scores([monitor]) == {}
     only_errors = generalization_scores([record("A", 0, "problem_context", None)])
+    assert math.isnan(only_errors["problem_context"]["accuracy"].value)
     assert math.isnan(only_errors["problem_context"]["G"].value)
 
 
-def test_table_shows_g_and_delta_per_group(tmp_path):
+def test_table_shows_accuracy_and_g_per_group(tmp_path):
     student = ScriptedBackend(context_student, spec="scripted:ctx")
     result = evaluate_generalization(monitor_episodes(), variants(), originals(), student)
     table = generalization_table(result.records + monitor_episodes(), samples=100)
@@ -277,13 +282,15 @@ def test_table_shows_g_and_delta_per_group(tmp_path):
     assert (row["domain"], row["student"], row["teacher"]) == ("math", "scripted:ctx", "at:0")
     # context_student: right on all Intervention-Context variants, never without context,
     # and under Problem-Context only on the first variant of t/0 and of t/1 -> 0.5 each.
-    assert row["G_no_context"].value == 0.0
+    assert row["accuracy_no_context"].value == 0.0
+    assert row["accuracy_intervention_context"].value == 1.0
+    assert row["accuracy_problem_context"].value == pytest.approx(0.5)
     assert row["G_intervention_context"].value == 1.0
     assert row["G_problem_context"].value == pytest.approx(0.5)
-    assert row["delta_intervention_context"].value == 1.0
     assert (row["n_problems"], row["n_records"], row["n_errors"]) == (2, 12, 0)
     assert "Intervention-Context" in table.to_markdown()
-    assert set(CONTEXTS) <= {i.removeprefix("G_") for i in table.ids}
+    assert set(CONTEXTS) <= {i.removeprefix("accuracy_") for i in table.ids}
+    assert "G_no_context" not in table.ids  # G is 0 by definition there
 
 
 # ---------------------------------------------------------------------- CLI

@@ -7,7 +7,7 @@
 * :mod:`~intbench.generalization.variant_set` — the JSONL file both write.
 * :mod:`~intbench.generalization.contexts` — the student on variants under
   No-Context, Problem-Context and Intervention-Context.
-* :mod:`~intbench.generalization.metrics` — G and ΔG with bootstrap CIs.
+* :mod:`~intbench.generalization.metrics` — accuracy and G with bootstrap CIs.
 """
 
 from intbench.generalization.contexts import (
@@ -29,7 +29,6 @@ from intbench.generalization.variant_set import (
     write_variant_set,
 )
 from intbench.generalization.variants import (
-    LLM_DOMAINS,
     PipelineResult,
     ProblemGenerator,
     SkillClusterer,
@@ -37,7 +36,16 @@ from intbench.generalization.variants import (
     UnsupportedDomainError,
     Validator,
     VariantPipeline,
+    llm_variant_domains,
 )
+
+
+def __getattr__(name: str):
+    # LLM_DOMAINS follows the registry, which third-party domains join after import.
+    if name == "LLM_DOMAINS":
+        return llm_variant_domains()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CONTEXTS",

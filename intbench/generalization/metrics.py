@@ -1,4 +1,4 @@
-"""G and ΔG; defined in :mod:`intbench.metrics.generalization` and importable from here."""
+"""Accuracy and G per context; defined in :mod:`intbench.metrics.generalization` and importable from here."""
 
 from intbench.metrics.generalization import (
     CONTEXT_LABELS,
@@ -7,7 +7,7 @@ from intbench.metrics.generalization import (
     generalization_summary,
     generalization_table,
     group_key,
-    per_problem_scores,
+    per_pair_scores,
 )
 
 __all__ = [
@@ -17,5 +17,5 @@ __all__ = [
     "generalization_summary",
     "generalization_table",
     "group_key",
-    "per_problem_scores",
+    "per_pair_scores",
 ]

@@ -10,7 +10,7 @@ summaries and tables; ``intbench eval``, ``intbench matrix`` and
 * :mod:`~intbench.metrics.feedback`: acc@k, gains and AUC;
   :mod:`~intbench.metrics.matrix` the student x teacher matrices.
 * :mod:`~intbench.metrics.tutor`: solve rate, solo rate, withheld messages, transfer.
-* :mod:`~intbench.metrics.generalization`: G and ΔG on variant problems.
+* :mod:`~intbench.metrics.generalization`: accuracy and G (Int-Bench §3.5) on variant problems.
 * :mod:`~intbench.metrics.table`: :class:`Table`, rendered as Markdown, CSV or text.
 
 Episodes whose model or grader failed (``error`` set) are excluded from every

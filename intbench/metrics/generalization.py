@@ -1,20 +1,19 @@
-"""The generalization metric G, computed from ``protocol="generalization"`` records.
+"""Generalization to variant problems (Int-Bench §3.5), from ``protocol="generalization"`` records.
 
 Definition.  Take the records of one group (domain, student, teacher, the
-original episode's condition) and one context ``c``, leaving out records
-with ``error`` set (model or grader failures; they are counted, never scored
-as wrong).  For each original problem ``p``::
+original episode's condition), leaving out records with ``error`` set (model
+or grader failures; they are counted, never scored as wrong).  A
+reference-variant pair ``i`` is an original problem with one of its variants;
+its correctness under a context ``c`` is the mean correctness of its records
+under ``c`` (one per original episode and repeat)::
 
-    g_c(p) = mean correctness of the records on variants of p
-             (over all its variants and all original episodes of p)
+    accuracy_c = mean over the pairs run under c of correct_c(i)
+    G_i        = correct_c(i) - correct_no_context(i)
+    G_c        = mean of G_i over the M pairs run under both c and No-Context
 
-    G_c     = mean over original problems p of g_c(p)
-    ΔG_c    = mean over problems p with records under both c and No-Context
-              of g_c(p) - g_no_context(p)
-
-So every original problem weighs the same however many variants or episodes
-it has, and ΔG is a paired difference (0 for No-Context itself).  The 95%
-confidence intervals resample original problems.
+``G`` is the paper's generalization helpfulness (0 for No-Context itself, so
+it is shown for the two with-context conditions).  The 95% confidence
+intervals resample original problems, keeping each one's pairs together.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, problem_mean
+from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, Estimate, bootstrap, mean
 from intbench.metrics.groups import teacher_label
 from intbench.metrics.table import Table
 from intbench.records import Episode, as_episodes
@@ -37,6 +36,10 @@ CONTEXT_LABELS = {
 }
 CONTEXTS = tuple(CONTEXT_LABELS)
 """The context conditions of a generalization record, in the order reports show them."""
+WITH_CONTEXT = CONTEXTS[1:]
+
+Pair = tuple[str, str]
+"""(original problem id, variant problem id)."""
 
 
 class GeneralizationKey(NamedTuple):
@@ -50,26 +53,34 @@ def _correct(record: Episode) -> float:
     return float(bool(record.attempts) and record.attempts[0].correct)
 
 
-def _original(record: Episode) -> str:
-    return record.metadata["original_problem_id"]
+def _pair(record: Episode) -> Pair:
+    return record.metadata["original_problem_id"], record.problem_id
 
 
-def per_problem_scores(records: Iterable[Episode | dict]) -> dict[str, float]:
-    """``g(p)``: mean correctness per original problem (records of one context, no errors)."""
-    scores: dict[str, list[float]] = defaultdict(list)
+def per_pair_scores(records: Iterable[Episode | dict]) -> dict[Pair, float]:
+    """Mean correctness per reference-variant pair (records of one context, no errors)."""
+    scores: dict[Pair, list[float]] = defaultdict(list)
     for record in as_episodes(records):
-        scores[_original(record)].append(_correct(record))
-    return {problem: sum(v) / len(v) for problem, v in scores.items()}
+        scores[_pair(record)].append(_correct(record))
+    return {pair: sum(v) / len(v) for pair, v in scores.items()}
+
+
+def _pair_mean(values: dict[Pair, float], samples: int) -> Estimate:
+    """The mean over pairs, with a CI from resampling original problems."""
+    by_original: dict[str, list[float]] = defaultdict(list)
+    for (original, _), value in values.items():
+        by_original[original].append(value)
+    return bootstrap(dict(by_original), mean, samples)
 
 
 def generalization_scores(
     records: Iterable[Episode | dict], samples: int = BOOTSTRAP_SAMPLES
 ) -> dict:
-    """G and ΔG per context for the records of one group.
+    """Accuracy and G per context for the records of one group.
 
-    Returns ``{context: {"G": Estimate, "delta": Estimate, "n_problems",
-    "n_records", "n_errors"}}`` for every context that has records;
-    ``delta`` is NaN when there are no No-Context records to pair with.
+    Returns ``{context: {"accuracy": Estimate, "G": Estimate, "n_pairs",
+    "n_problems", "n_records", "n_errors"}}`` for every context that has
+    records; ``G`` is NaN when no pair was also run without context.
     """
     by_context: dict[str, list[Episode]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
@@ -80,15 +91,16 @@ def generalization_scores(
             errors[record.condition] += 1
         else:
             by_context[record.condition].append(record)
-    reference = per_problem_scores(by_context.get("no_context", []))
+    reference = per_pair_scores(by_context.get("no_context", []))
     summary = {}
     for context in [c for c in CONTEXTS if c in by_context or c in errors]:
-        scores = per_problem_scores(by_context.get(context, []))
-        paired = {p: scores[p] - reference[p] for p in scores if p in reference}
+        scores = per_pair_scores(by_context.get(context, []))
+        paired = {i: scores[i] - reference[i] for i in scores if i in reference}
         summary[context] = {
-            "G": problem_mean(scores, samples),
-            "delta": problem_mean(paired, samples),
-            "n_problems": len(scores),
+            "accuracy": _pair_mean(scores, samples),
+            "G": _pair_mean(paired, samples),
+            "n_pairs": len(scores),
+            "n_problems": len({original for original, _ in scores}),
             "n_records": len(by_context.get(context, [])),
             "n_errors": errors.get(context, 0),
         }
@@ -119,7 +131,7 @@ def generalization_summary(
 def generalization_table(
     episodes: Iterable[Episode | dict], samples: int = BOOTSTRAP_SAMPLES
 ) -> Table:
-    """The report table: G and ΔG per context for each group.
+    """The report table: accuracy per context and G per with-context condition, per group.
 
     Records of other protocols are ignored; the table has no rows when there
     are no generalization records.
@@ -127,19 +139,20 @@ def generalization_table(
     keys = list(GeneralizationKey._fields)
     columns, ids = list(keys), list(keys)
     for context in CONTEXTS:
+        columns.append(f"accuracy {CONTEXT_LABELS[context]}")
+        ids.append(f"accuracy_{context}")
+    for context in WITH_CONTEXT:
         columns.append(f"G {CONTEXT_LABELS[context]}")
         ids.append(f"G_{context}")
-    for context in CONTEXTS[1:]:
-        columns.append(f"ΔG {CONTEXT_LABELS[context]}")
-        ids.append(f"delta_{context}")
-    columns += ["problems", "records", "errors"]
-    ids += ["n_problems", "n_records", "n_errors"]
+    columns += ["pairs", "problems", "records", "errors"]
+    ids += ["n_pairs", "n_problems", "n_records", "n_errors"]
     rows = []
     for key, summary in generalization_summary(episodes, samples).items():
         row: list[Any] = list(key)
-        row += [summary[c]["G"] if c in summary else None for c in CONTEXTS]
-        row += [summary[c]["delta"] if c in summary else None for c in CONTEXTS[1:]]
+        row += [summary[c]["accuracy"] if c in summary else None for c in CONTEXTS]
+        row += [summary[c]["G"] if c in summary else None for c in WITH_CONTEXT]
         row += [
+            max(s["n_pairs"] for s in summary.values()),
             max(s["n_problems"] for s in summary.values()),
             sum(s["n_records"] for s in summary.values()),
             sum(s["n_errors"] for s in summary.values()),
@@ -150,15 +163,16 @@ def generalization_table(
         "Generalization to variant problems",
         columns,
         rows,
-        "G: accuracy on variants, averaged per original problem, then over problems. "
-        "ΔG: paired difference to No-Context over the same problems. "
-        "95% bootstrap CIs over original problems; errors are excluded.",
+        "accuracy: correct on the variants, per reference-variant pair, averaged over pairs. "
+        "G (Int-Bench §3.5): mean over pairs of correct with the context − correct with "
+        "No-Context. 95% bootstrap CIs over original problems; errors are excluded.",
         ids=ids,
         headline=[
             "domain",
             "student",
             "teacher",
-            *(f"G_{c}" for c in CONTEXTS),
+            *(f"accuracy_{c}" for c in CONTEXTS),
+            *(f"G_{c}" for c in WITH_CONTEXT),
             "n_records",
             "n_errors",
         ],
