@@ -62,7 +62,7 @@ def test_correct_verdict_with_explanation_as_feedback():
     verdict = JudgeVerifier(judge)(RIDDLE, "It must be a piano.")
     assert verdict.status == "correct" and verdict.score == 1.0
     assert verdict.feedback == "The student named the piano."
-    prompt = judge.calls[0][0]["content"]
+    prompt = judge.calls[0][-1]["content"]
     assert RIDDLE.question in prompt
     assert "a piano" in prompt and "keyboard" in prompt and RIDDLE.solution in prompt
     assert "It must be a piano." in prompt
@@ -149,7 +149,7 @@ def test_custom_template_and_single_pass_substitution():
     template = "Q={question} | R={reference} | S={response} | literal {braces} \\frac{1}{2}"
     judge = Scripted("Verdict: Incorrect\nExplanation: no.")
     JudgeVerifier(judge, template=template)(RIDDLE, "my {reference} guess")
-    prompt = judge.calls[0][0]["content"]
+    prompt = judge.calls[0][-1]["content"]
     assert prompt.startswith(f"Q={RIDDLE.question} | R=a piano")
     assert "S=<student_answer>my {reference} guess</student_answer>" in prompt
     assert "literal {braces} \\frac{1}{2}" in prompt
@@ -165,7 +165,7 @@ def test_template_needs_placeholders():
 def test_judge_sees_only_the_final_answer():
     judge = Scripted("Verdict: Correct")
     JudgeVerifier(judge)(RIDDLE, "secret reasoning " * 500 + "\nAnswer: piano")
-    prompt = judge.calls[0][0]["content"]
+    prompt = judge.calls[0][-1]["content"]
     assert "<student_answer>piano</student_answer>" in prompt
     assert "secret reasoning" not in prompt
 
@@ -296,15 +296,16 @@ def test_fallback_agreeing_marks_are_accepted():
 
 
 def test_default_prompt_is_the_domains_judge_template():
-    from intbench.envs.domains.prompting import render
+    from intbench.envs.domains.prompting import render_messages
 
     judge = Scripted("Verdict: Correct")
     JudgeVerifier(judge)(RIDDLE, "Answer: piano")
-    expected = render(
+    expected = render_messages(
         RIDDLE.domain,
         "judge",
         question=RIDDLE.question,
         reference=format_reference(RIDDLE),
         response="<student_answer>piano</student_answer>",
     )
-    assert judge.calls == [[{"role": "user", "content": expected}]]
+    assert [m["role"] for m in expected] == ["system", "user"]
+    assert judge.calls == [expected]

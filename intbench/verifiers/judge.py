@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from intbench.envs.domains.prompting import render
+from intbench.envs.domains.prompting import render, render_messages
 from intbench.records import DOMAINS, Problem, Verdict
 from intbench.verifiers.text import (
     canonical_answer,
@@ -135,22 +135,18 @@ class JudgeVerifier:
         self.max_tokens = max_tokens
 
     def build_messages(self, problem: Problem, response: str) -> list[dict[str, str]]:
-        """The one user message sent to the judge: the problem, the reference and
-        the response's quoted final answer (nothing else of the response)."""
+        """The messages sent to the judge: the ``judge`` template's system and user
+        messages, holding the problem, the reference and the response's quoted final
+        answer (nothing else of the response).  A custom ``template`` is one user message."""
         answer = quote_answer(extract_final_answer(response) or "")
         reference = format_reference(problem)
-        if self.template is None:
-            # Rendered by Jinja, which never re-reads a value as template text.
-            prompt = render(
-                problem.domain,
-                "judge",
-                question=problem.question,
-                reference=reference,
-                response=answer,
-            )
-        else:
+        if self.template is not None:
             prompt = fill_template(self.template, problem.question, reference, answer)
-        return [{"role": "user", "content": prompt}]
+            return [{"role": "user", "content": prompt}]
+        # Rendered by Jinja, which never re-reads a value as template text.
+        return render_messages(
+            problem.domain, "judge", question=problem.question, reference=reference, response=answer
+        )
 
     def _ask(self, messages: list[dict[str, str]]) -> str:
         """Call the judge; raises on backend failures and non-text replies."""
