@@ -18,7 +18,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 VerdictStatus = Literal["correct", "incorrect", "error"]
 VERDICT_STATUSES = ("correct", "incorrect", "error")
@@ -154,10 +154,36 @@ def _record_dict(record: Any) -> dict:
     return {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
 
 
+_R = TypeVar("_R", bound="_Record")
+
+
+class _Record:
+    """The dict round trip of an episode's parts (and of the episode itself).
+
+    ``_PARTS`` names the fields that hold one nested record, read back with
+    that record's own ``from_dict``.
+    """
+
+    _PARTS: ClassVar[dict[str, Any]] = {}
+
+    def to_dict(self) -> dict:
+        return _record_dict(self)
+
+    @classmethod
+    def from_dict(cls: type[_R], data: dict) -> _R:
+        data = dict(data)
+        for name, part in cls._PARTS.items():
+            if data.get(name) is not None:
+                data[name] = part.from_dict(data[name])
+        return _from_known_fields(cls, data)
+
+
 @dataclass
-class Attempt:
+class Attempt(_Record):
     """One student output that was verified: a baseline, a continuation after
     an intervention, or an attempt of the feedback or tutor protocol."""
+
+    _PARTS = {"verdict": Verdict}
 
     text: str
     answer: Any = None
@@ -177,32 +203,15 @@ class Attempt:
     def correct(self) -> bool:
         return self.status == "correct"
 
-    def to_dict(self) -> dict:
-        return _record_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Attempt:
-        data = dict(data)
-        if data.get("verdict") is not None:
-            data["verdict"] = Verdict.from_dict(data["verdict"])
-        return _from_known_fields(cls, data)
-
 
 @dataclass(kw_only=True)
-class Step:
+class Step(_Record):
     """One teacher decision; :class:`MonitorStep` and :class:`TutorStep` add
     what their protocol records."""
 
     step: int
     message: str | None = None
     action_error: str | None = None  # the action was malformed and counted as no message
-
-    def to_dict(self) -> dict:
-        return _record_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Step:
-        return _from_known_fields(cls, dict(data))
 
 
 @dataclass(kw_only=True)
@@ -227,13 +236,15 @@ STEP_TYPES: dict[str, type[Step]] = {"monitor": MonitorStep, "tutor": TutorStep}
 
 
 @dataclass
-class Intervention:
+class Intervention(_Record):
     """The monitor intervention: where it was placed and what the student did after it.
 
     ``tau_abs``/``tau_rel`` are ``None`` when it was not applied (an oracle
     quote that could not be located or pointed into the final answer:
     ``excluded`` says why).  ``attempt`` is the student's continuation.
     """
+
+    _PARTS = {"attempt": Attempt}
 
     message: str | None
     position: int | None = None
@@ -249,19 +260,9 @@ class Intervention:
     def applied(self) -> bool:
         return not self.excluded and self.tau_abs is not None
 
-    def to_dict(self) -> dict:
-        return _record_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Intervention:
-        data = dict(data)
-        if data.get("attempt") is not None:
-            data["attempt"] = Attempt.from_dict(data["attempt"])
-        return _from_known_fields(cls, data)
-
 
 @dataclass
-class FeedbackTurn:
+class FeedbackTurn(_Record):
     """The teacher feedback given before retry ``turn`` of the feedback protocol."""
 
     turn: int
@@ -270,16 +271,9 @@ class FeedbackTurn:
     leaked: bool = False
     action_error: str | None = None
 
-    def to_dict(self) -> dict:
-        return _record_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> FeedbackTurn:
-        return _from_known_fields(cls, dict(data))
-
 
 @dataclass
-class Episode:
+class Episode(_Record):
     """The one record every protocol writes (monitor, feedback, tutor, human).
 
     Fields a protocol does not use keep their empty defaults.
@@ -300,6 +294,8 @@ class Episode:
         tokens: token counts per role; timings: seconds per phase.
         error: set when a model or grader failed; such episodes are retried on resume.
     """
+
+    _PARTS = {"baseline": Attempt, "intervention": Intervention}
 
     protocol: str
     problem_id: str
@@ -330,9 +326,6 @@ class Episode:
         """The intervention if it was applied (not excluded), else ``None``."""
         return self.intervention if self.intervention and self.intervention.applied else None
 
-    def to_dict(self) -> dict:
-        return _record_dict(self)
-
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
@@ -345,13 +338,10 @@ class Episode:
                 f"episode schema version {version} is newer than this intbench "
                 f"({EPISODE_SCHEMA_VERSION}); upgrade intbench to read it"
             )
-        for name, part in (("baseline", Attempt), ("intervention", Intervention)):
-            if data.get(name) is not None:
-                data[name] = part.from_dict(data[name])
         step_type = STEP_TYPES.get(data.get("protocol"), Step)
         for name, part in (("steps", step_type), ("attempts", Attempt), ("feedback", FeedbackTurn)):
             data[name] = [part.from_dict(item) for item in data.get(name) or []]
-        return _from_known_fields(cls, data)
+        return super().from_dict(data)
 
 
 def as_episode(record: Episode | dict) -> Episode:
