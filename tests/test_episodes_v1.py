@@ -121,12 +121,15 @@ def test_report_tables_are_unchanged():
     rows = {table.name: table.to_markdown().splitlines()[-1] for table in data.tables}
     student = "scripted:tests.scripted_students:fixture_student"
     assert rows == {
-        "monitor": f"| math | {student} | random:0.3 | continue | standard "
+        # the settings that are never pooled: increment, teacher prompt, teacher access
+        "monitor": f"| math | {student} | random:0.3 | continue | 50 | paper | True | standard "
         "| 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] "
         "| 200.000 [200.000, 200.000] | 0.957 [0.957, 0.957] | 0.000 [-0.506, 0.750] "
         "| 0.500 [0.000, 1.000] | 0.500 [0.000, 1.000] | 0.000 [0.000, 0.000] | 4 | 4 | 0 | 0 | 0 |",
         "feedback": f"| math | {student} | scripted:tests.scripted_students:fixture_teacher "
-        "| teacher | 10 | 0.500 [0.000, 1.000] | 0.750 [0.500, 1.000] | 0.250 [0.000, 0.500] "
+        # history, teacher reference and execution context after K
+        "| teacher | 10 | 1 | none | feedback | 0.500 [0.000, 1.000] | 0.750 [0.500, 1.000] "
+        "| 0.250 [0.000, 0.500] "
         "| 0.500 [0.000, 1.000] | 0.725 [0.450, 1.000] | 0.250 [0.000, 0.500] "
         "| 0.000 [0.000, 0.000] | 4 | 4 | 0 |",
         "tutor": f"| math | {student} | scripted:tests.scripted_students:fixture_teacher "

@@ -70,3 +70,26 @@ def problem_mean(values: dict[str, float], samples: int = BOOTSTRAP_SAMPLES) -> 
         return Estimate(math.nan)
     groups = {problem: [value] for problem, value in values.items()}
     return bootstrap(groups, lambda drawn: sum(drawn) / len(drawn), samples)
+
+
+PERMUTATIONS = 10000
+
+
+def paired_permutation_p(
+    differences: Sequence[float], samples: int = PERMUTATIONS, seed: int = 0
+) -> float:
+    """Two-sided p-value of a sign-flip permutation test that the mean difference is 0.
+
+    Each paired difference keeps or flips its sign at random; the p-value is
+    the share of ``samples`` flips (plus the observed one) whose mean is at
+    least as far from 0 as the observed mean.  NaN without differences.
+    """
+    values = np.asarray(differences, dtype=float)
+    if not len(values):
+        return math.nan
+    observed = abs(values.mean())
+    signs = np.random.default_rng(seed).choice((-1.0, 1.0), size=(samples, len(values)))
+    flipped = np.abs((signs * values).mean(axis=1))
+    # a small tolerance so that flips equal to the observed mean count despite rounding
+    extreme = int(np.count_nonzero(flipped >= observed - 1e-12))
+    return (extreme + 1) / (samples + 1)

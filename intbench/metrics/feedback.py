@@ -5,7 +5,8 @@ acc@k: a problem counts as solved by k if solved at attempt <= k; repeats of
 gain@K = acc@K - acc@1; normalised gain = gain@K / (1 - acc@1) (0 when
     acc@1 = 1); AUC = mean of acc@1..acc@K; the first-step gain acc@2 - acc@1.
 
-Groups are domain x student x teacher x mode x K.
+Groups are domain x student x teacher x mode x K x history x teacher
+reference x execution context.
 """
 
 from __future__ import annotations
@@ -95,11 +96,25 @@ def feedback_summary(
 
 
 class FeedbackKey(NamedTuple):
+    """A feedback group: runs that differ in any field are never pooled."""
+
     domain: str
     student: str
     teacher: str
     mode: str
     k_max: int
+    history: str = "unknown"
+    teacher_reference: str = "unknown"
+    execution_context: str = "unknown"
+
+
+SETTINGS = ("history", "teacher_reference", "execution_context")
+"""The env options besides K that change what the student or teacher sees (feedback paper §4.3)."""
+
+
+def _setting(episode: Episode, name: str) -> str:
+    value = episode.config.get(name)
+    return "unknown" if value is None else str(value)
 
 
 def feedback_episode_groups(episodes: Records) -> dict[FeedbackKey, list[Episode]]:
@@ -111,15 +126,16 @@ def feedback_episode_groups(episodes: Records) -> dict[FeedbackKey, list[Episode
             str(e.student),
             teacher_label(e.teacher),
             str(e.condition or "teacher"),
+            *(_setting(e, name) for name in SETTINGS),
         ),
     )
     groups: dict[FeedbackKey, list[Episode]] = defaultdict(list)
-    for (domain, student, teacher, mode), group in partial.items():
+    for (domain, student, teacher, mode, *settings), group in partial.items():
         fallback = max([len(e.attempts) for e in group] + [1])
         for episode in group:
             configured = episode.config.get("k_max")
             k = configured if isinstance(configured, int) and configured >= 1 else fallback
-            groups[FeedbackKey(domain, student, teacher, mode, k)].append(episode)
+            groups[FeedbackKey(domain, student, teacher, mode, k, *settings)].append(episode)
     return dict(sorted(groups.items()))
 
 
@@ -156,7 +172,7 @@ def feedback_table(feedback: dict[FeedbackKey, dict]) -> Table:
     return Table.of_groups(
         "feedback",
         "Feedback protocol",
-        ["domain", "student", "teacher", "mode", "K"],
+        ["domain", "student", "teacher", "mode", "K", *SETTINGS],
         rows,
         LABELS,
         COUNTS,

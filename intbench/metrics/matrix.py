@@ -17,13 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from intbench.metrics.feedback import FeedbackKey, acc_at_k
+from intbench.metrics.feedback import SETTINGS, FeedbackKey, acc_at_k
 from intbench.metrics.groups import split_errors
 from intbench.metrics.table import Table, slug
 from intbench.records import Episode
 
 CONTROL_MODES = ("self_refine", "self_feedback")  # feedback modes without an outside teacher
 MATRIX_METRICS = ("acc@1", "acc@K", "gain", "auc")
+DEFAULT_SETTING = ("1", "none", "feedback")
+"""The feedback env's default history, teacher reference and execution context."""
 
 
 # ------------------------------------------------------------- statistics
@@ -134,7 +136,8 @@ def solver_vs_teacher(
 # --------------------------------------------------------------- matrices
 @dataclass
 class Matrix:
-    """Student x teacher values of one domain and K, from ``mode="teacher"`` runs.
+    """Student x teacher values of one domain, K and setting (history, teacher
+    reference, execution context), from ``mode="teacher"`` runs.
 
     ``values[metric][(student, column)]`` holds the point estimates; columns
     are the teachers followed by the control modes that were run.
@@ -142,6 +145,7 @@ class Matrix:
 
     domain: str
     k_max: int
+    setting: tuple[str, ...]
     students: list[str]
     teachers: list[str]
     controls: list[str]
@@ -154,7 +158,14 @@ class Matrix:
 
     @property
     def label(self) -> str:
-        return f"{self.domain} (K={self.k_max})"
+        settings = ", ".join(f"{n}={v}" for n, v in zip(SETTINGS, self.setting, strict=True))
+        return f"{self.domain} (K={self.k_max}, {settings})"
+
+    @property
+    def stem(self) -> str:
+        """The file stem of its tables and figure; the settings join it unless the defaults."""
+        base = f"{slug(self.domain)}_k{self.k_max}"
+        return base if self.setting == DEFAULT_SETTING else f"{base}_{slug('_'.join(self.setting))}"
 
     def teacher_pairs(self, metric: str) -> dict[tuple[str, str], float]:
         """The (student, teacher) cells of one metric, controls left out, NaN dropped."""
@@ -167,12 +178,12 @@ class Matrix:
 def build_matrices(
     feedback: dict[FeedbackKey, dict], groups: dict[FeedbackKey, list[Episode]]
 ) -> list[Matrix]:
-    """One matrix per domain and K with several students or several teachers."""
-    by_domain: dict[tuple[str, int], list[FeedbackKey]] = defaultdict(list)
+    """One matrix per domain, K and setting with several students or several teachers."""
+    by_domain: dict[tuple, list[FeedbackKey]] = defaultdict(list)
     for key in feedback:
-        by_domain[(key.domain, key.k_max)].append(key)
+        by_domain[(key.domain, key.k_max, *(getattr(key, n) for n in SETTINGS))].append(key)
     matrices = []
-    for (domain, k_max), keys in sorted(by_domain.items()):
+    for (domain, k_max, *setting), keys in sorted(by_domain.items()):
         teacher_keys = [k for k in keys if k.mode == "teacher"]
         students = sorted({k.student for k in teacher_keys})
         teachers = sorted({k.teacher for k in teacher_keys})
@@ -191,7 +202,9 @@ def build_matrices(
                 name = f"acc@{k_max}" if metric == "acc@K" else metric
                 values[metric][(key.student, column)] = summary[name].value
         solo = _solo_acc1(domain, teachers, groups)
-        matrices.append(Matrix(domain, k_max, students, teachers, controls, values, solo))
+        matrices.append(
+            Matrix(domain, k_max, tuple(setting), students, teachers, controls, values, solo)
+        )
     return matrices
 
 
@@ -215,7 +228,7 @@ def _solo_acc1(
 
 def matrix_tables(matrix: Matrix) -> list[Table]:
     """The dense student x teacher matrices and, where defined, their analyses."""
-    stem = f"{slug(matrix.domain)}_k{matrix.k_max}"
+    stem = matrix.stem
     tables = []
     for metric in MATRIX_METRICS:
         rows = [

@@ -22,10 +22,17 @@ Groups are domain x student x teacher x post x condition.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, bootstrap, mean
+from intbench.metrics.estimate import (
+    BOOTSTRAP_SAMPLES,
+    PERMUTATIONS,
+    bootstrap,
+    mean,
+    paired_permutation_p,
+)
 from intbench.metrics.groups import Records, by_problem, group_by, split_errors, teacher_label
 from intbench.metrics.table import Table
 from intbench.records import Episode, Intervention, as_episodes
@@ -162,27 +169,51 @@ def monitor_summary(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict
 
 
 class MonitorKey(NamedTuple):
+    """A monitor group: runs that differ in any field are never pooled."""
+
     domain: str
     student: str
     teacher: str
     post: str
+    increment: str
+    teacher_prompt: str
+    teacher_access: str
     condition: str
+
+
+NOT_APPLICABLE = "—"
+"""The increment of an Oracle group: that teacher sees the whole trace at once (§3.2)."""
+
+
+def _setting(episode: Episode, name: str) -> str:
+    value = episode.config.get(name)
+    return "unknown" if value is None else str(value)
 
 
 def monitor_key(episode: Episode) -> MonitorKey:
     """The monitor group an episode belongs to."""
+    condition = str(episode.condition or "standard")
     return MonitorKey(
         str(episode.domain),
         str(episode.student),
         teacher_label(episode.teacher),
-        str(episode.config.get("post", "unknown")),
-        str(episode.condition or "standard"),
+        _setting(episode, "post"),
+        NOT_APPLICABLE if condition == "oracle" else _setting(episode, "increment"),
+        _setting(episode, "teacher_prompt"),
+        _setting(episode, "teacher_access"),
+        condition,
     )
 
 
-def monitor_groups(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict[MonitorKey, dict]:
-    """:func:`monitor_summary` of every monitor group in ``episodes``."""
-    groups = group_by(as_episodes(episodes), monitor_key)
+def monitor_episode_groups(episodes: Records) -> dict[MonitorKey, list[Episode]]:
+    """The monitor episodes by group."""
+    return group_by(as_episodes(episodes), monitor_key)
+
+
+def monitor_groups(
+    groups: dict[MonitorKey, list[Episode]], samples: int = BOOTSTRAP_SAMPLES
+) -> dict[MonitorKey, dict]:
+    """:func:`monitor_summary` of every group of :func:`monitor_episode_groups`."""
     return {key: monitor_summary(group, samples=samples) for key, group in groups.items()}
 
 
@@ -207,7 +238,18 @@ def monitor_table(monitor: dict[MonitorKey, dict]) -> Table:
         "95% bootstrap CIs over problems. τ is over applied interventions, H over those whose "
         "continuation was graded; a failed continuation leaves only H and the transitions, other "
         "errors every metric.",
-        headline=["domain", "teacher", "condition", "post", "phi", "tau_rel", "H", "n", "errors"],
+        headline=[
+            "domain",
+            "teacher",
+            "condition",
+            "post",
+            "increment",
+            "phi",
+            "tau_rel",
+            "H",
+            "n",
+            "errors",
+        ],
     )
 
 
@@ -220,31 +262,77 @@ COMPARISON_METRICS = {
 }
 
 
-def standard_vs_oracle_table(monitor: dict[MonitorKey, dict]) -> Table:
-    """Standard and Oracle side by side for every group run in both conditions."""
-    columns = ids = ["domain", "student", "teacher", "post"]
+COMPARISON_KEYS = [
+    "domain",
+    "student",
+    "teacher",
+    "post",
+    "increment",
+    "teacher_prompt",
+    "teacher_access",
+]
+
+
+def per_problem(episodes: list[Episode], metric: str) -> dict[str, float]:
+    """One monitor metric on each problem's episodes alone (problems where it is undefined left out)."""
+    usable, _, _ = split_monitor_errors(episodes)
+    values = {p: MONITOR_METRICS[metric](runs) for p, runs in by_problem(usable).items()}
+    return {p: v for p, v in values.items() if not math.isnan(v)}
+
+
+def condition_difference(
+    standard: list[Episode], oracle: list[Episode], metric: str
+) -> tuple[float, float, int]:
+    """Oracle − Standard on one metric, paired by problem, with a permutation test.
+
+    -> (mean over the problems both define of the per-problem difference,
+    two-sided p-value of :func:`paired_permutation_p`, those problems).
+    """
+    a, b = per_problem(standard, metric), per_problem(oracle, metric)
+    differences = [b[p] - a[p] for p in sorted(set(a) & set(b))]
+    return mean(differences), paired_permutation_p(differences), len(differences)
+
+
+def standard_vs_oracle_table(
+    monitor: dict[MonitorKey, dict], groups: dict[MonitorKey, list[Episode]]
+) -> Table:
+    """Standard and Oracle side by side for every group run in both conditions, with
+    the paired difference and its p-value (Int-Bench §5.1 compares φ and τ_rel this way).
+
+    Each Standard increment is compared with the Oracle group of the same settings.
+    """
+    columns, ids = list(COMPARISON_KEYS), list(COMPARISON_KEYS)
     for name, label in COMPARISON_METRICS.items():
-        columns = columns + [f"{label} standard", f"{label} oracle"]
-        ids = ids + [f"{name}_standard", f"{name}_oracle"]
+        columns += [f"{label} standard", f"{label} oracle", f"Δ{label}", f"p {label}"]
+        ids += [f"{name}_standard", f"{name}_oracle", f"{name}_difference", f"{name}_p"]
     columns, ids = columns + ["n standard", "n oracle"], ids + ["n_standard", "n_oracle"]
     rows = []
-    for base in sorted({key[:4] for key in monitor}):
-        standard = monitor.get(MonitorKey(*base, "standard"))
-        oracle = monitor.get(MonitorKey(*base, "oracle"))
-        if standard is None or oracle is None:
+    for key in [k for k in monitor if k.condition == "standard"]:
+        oracle_key = key._replace(increment=NOT_APPLICABLE, condition="oracle")
+        if oracle_key not in monitor:
             continue
-        row: list[Any] = list(base)
+        standard, oracle = monitor[key], monitor[oracle_key]
+        row: list[Any] = [getattr(key, field) for field in COMPARISON_KEYS]
         for name in COMPARISON_METRICS:
-            row += [standard[name], oracle[name]]
+            difference, p, _ = condition_difference(groups[key], groups[oracle_key], name)
+            row += [standard[name], oracle[name], difference, p]
         rows.append(row + [standard["n_episodes"], oracle["n_episodes"]])
     return Table(
-        "monitor_standard_vs_oracle", "Monitor: Standard vs Oracle", columns, rows, ids=ids
+        "monitor_standard_vs_oracle",
+        "Monitor: Standard vs Oracle",
+        columns,
+        rows,
+        "Δ: Oracle − Standard, the mean over problems of the per-problem difference; p: two-sided "
+        f"sign-flip permutation test over those problems ({PERMUTATIONS} flips).",
+        ids=ids,
     )
 
 
-def monitor_tables(monitor: dict[MonitorKey, dict]) -> list[Table]:
+def monitor_tables(
+    monitor: dict[MonitorKey, dict], groups: dict[MonitorKey, list[Episode]]
+) -> list[Table]:
     """The monitor table and, where groups ran in both conditions, Standard vs Oracle."""
     if not monitor:
         return []
-    comparison = standard_vs_oracle_table(monitor)
+    comparison = standard_vs_oracle_table(monitor, groups)
     return [monitor_table(monitor), *([comparison] if comparison.rows else [])]

@@ -16,7 +16,12 @@ from intbench.metrics.generalization import PROTOCOL as GENERALIZATION
 from intbench.metrics.generalization import generalization_table
 from intbench.metrics.groups import Records
 from intbench.metrics.matrix import Matrix, build_matrices, matrix_tables
-from intbench.metrics.monitor import MonitorKey, monitor_groups, monitor_tables
+from intbench.metrics.monitor import (
+    MonitorKey,
+    monitor_episode_groups,
+    monitor_groups,
+    monitor_tables,
+)
 from intbench.metrics.table import Table
 from intbench.metrics.tutor import TutorKey, tutor_groups, tutor_table
 from intbench.records import Episode, as_episodes
@@ -55,8 +60,9 @@ def summarize(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> Summary:
         by_protocol[str(episode.protocol)].append(episode)
     summary = Summary()
     if monitor := by_protocol.pop("monitor", None):
-        summary.monitor = monitor_groups(monitor, samples)
-        summary.tables += monitor_tables(summary.monitor)
+        groups = monitor_episode_groups(monitor)
+        summary.monitor = monitor_groups(groups, samples)
+        summary.tables += monitor_tables(summary.monitor, groups)
     if feedback := by_protocol.pop("feedback", None):
         groups = feedback_episode_groups(feedback)
         summary.feedback = feedback_groups(groups, samples)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from intbench.metrics import Estimate, FeedbackKey, Matrix, MonitorKey, Summary, monitor_key
 from intbench.metrics.groups import HUMAN
 from intbench.metrics.matrix import MATRIX_METRICS
-from intbench.metrics.table import slug
+from intbench.metrics.monitor import NOT_APPLICABLE
 from intbench.records import Episode
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def render_all(
                 ("monitor_timing_per_problem", "τ_rel per problem: humans vs LLM teachers", scatter)
             )
     for matrix in data.matrices:
-        name = f"matrix_{slug(matrix.domain)}_k{matrix.k_max}"
+        name = f"matrix_{matrix.stem}"
         drawn.append((name, f"Student x teacher matrices: {matrix.label}", matrix_heatmaps(matrix)))
     if data.feedback:
         drawn.append(
@@ -106,16 +106,35 @@ def _series_labels(keys: Sequence[tuple], fields: Sequence[int]) -> dict[tuple, 
     return {k: " / ".join(str(k[i]) for i in varying) for k in keys}
 
 
+def _monitor_series(keys: Sequence[MonitorKey]) -> list[tuple]:
+    """One bar group per setting: (student, teacher, post, increment, prompt, access).
+
+    An Oracle group joins the Standard groups of its settings (it has no
+    increment); it gets a series of its own only when none ran."""
+    standard = {k[1:4] + k[5:7] for k in keys if k.condition != "oracle"}
+    series = {(*k[1:7],) for k in keys if k.condition != "oracle"}
+    series |= {
+        (*k[1:7],) for k in keys if k.condition == "oracle" and k[1:4] + k[5:7] not in standard
+    }
+    return sorted(series)
+
+
+def _series_key(domain: str, series: tuple, condition: str) -> MonitorKey:
+    student, teacher, post, increment, prompt, access = series
+    if condition == "oracle":
+        increment = NOT_APPLICABLE
+    return MonitorKey(domain, student, teacher, post, increment, prompt, access, condition)
+
+
 def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
     """φ and τ_rel bars per teacher, Standard next to Oracle, one row per domain."""
     domains = sorted({k.domain for k in monitor})
     figure, axes = _new_figure(len(domains), 2, 5.5, 3.4)
     for row, domain in zip(axes, domains, strict=True):
         keys = [k for k in monitor if k.domain == domain]
-        series = sorted({(k.student, k.teacher, k.post) for k in keys})
-        labels = _series_labels(
-            series, (1, 0, 2)
-        )  # teacher first, then student/post when they vary
+        series = _monitor_series(keys)
+        # teacher first, then student, post, increment, prompt and access when they vary
+        labels = _series_labels(series, (1, 0, 2, 3, 4, 5))
         conditions = [c for c in ("standard", "oracle") if any(k.condition == c for k in keys)]
         conditions += sorted({k.condition for k in keys} - set(conditions))
         width = 0.8 / len(conditions)
@@ -125,10 +144,10 @@ def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
         ):
             for j, condition in enumerate(conditions):
                 estimates = [
-                    monitor.get(MonitorKey(domain, s, t, p, condition), {}).get(
+                    monitor.get(_series_key(domain, one, condition), {}).get(
                         metric, Estimate(math.nan)
                     )
-                    for s, t, p in series
+                    for one in series
                 ]
                 xs = [i + (j - (len(conditions) - 1) / 2) * width for i in range(len(series))]
                 heights = [0.0 if math.isnan(e.value) else e.value for e in estimates]
