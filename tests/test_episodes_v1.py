@@ -135,4 +135,7 @@ def test_report_tables_are_unchanged():
         "tutor": f"| math | {student} | scripted:tests.scripted_students:fixture_teacher "
         "| ideation | 1.000 [1.000, 1.000] | n/a | n/a | 0.000 [0.000, 0.000] "
         "| 0.000 [0.000, 0.000] | 4 | 4 | 0 | 12 | 0 |",
+        # the monitor baselines calibrate the student (2.121, see above); its solved tasks
+        # sit at 2.5 and 1.0, so the hardest quarter (one task) gives a model skill of 2.5
+        "tutor_elo": f"| math | {student} | 2.121 | — | 2.500 |",
     }

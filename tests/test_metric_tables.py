@@ -46,7 +46,7 @@ def tutor_records() -> list[dict]:
 
 def test_tutor_table_hand_computed(tutor_records):
     summary = summarize(tutor_records, samples=SAMPLES)
-    assert [t.name for t in summary.tables] == ["tutor"]
+    assert [t.name for t in summary.tables] == ["tutor", "tutor_elo"]
     ideation = summary.tutor[TutorKey("math", STUDENT, TEACHER, "ideation")]
     assert ideation["solve_rate"].value == 0.75  # p0, p2, p3 of four problems
     # solo ran on p0..p2 (p3 failed): solo 1, 0, 0 against ideation 1, 0, 1
@@ -69,6 +69,36 @@ def test_tutor_table_hand_computed(tutor_records):
     assert row.endswith("| 0.167 [0.000, 0.500] | 0.500 [0.000, 1.500] | 4 | 4 | 3 | 12 | 1 |")
 
 
+def _solo(problem: str, student: str, solved: bool, level: int, **fields) -> dict:
+    return {
+        "protocol": "tutor", "condition": "solo", "problem_id": problem, "domain": "math",
+        "student": student, "solved_at": 1 if solved else None,
+        "metadata": {"problem": {"level": level}}, **fields,
+    }  # fmt: skip
+
+
+def test_tutor_report_shows_elo_skill_and_transfer_by_hand():
+    # KITE App. C.8 on the math scale: a new student at 2.5, level 3 at 2.5, level 5 at 4.0.
+    episodes = [
+        _solo("a", STUDENT, True, 3),  # 2.5 + 0.8 (1 - 1/2) = 2.9
+        _solo("b", STUDENT, False, 5),  # 2.9 - 0.8 / (1 + 10^(4.0 - 2.9))
+        _solo("a", TEACHER, True, 3),
+        _solo("b", TEACHER, True, 5),
+        {**_solo("a", STUDENT, True, 3), "condition": "ideation", "teacher": TEACHER},
+        {**_solo("b", STUDENT, False, 5), "condition": "ideation", "teacher": TEACHER},
+    ]
+    tables = {t.name: t for t in summarize(episodes, samples=SAMPLES).tables}
+    elo = {row[1]: dict(zip(tables["tutor_elo"].ids, row, strict=True))
+           for row in tables["tutor_elo"].rows}  # fmt: skip
+    assert elo[STUDENT]["calibrated"] == pytest.approx(2.9 - 0.8 / (1 + 10 ** (4.0 - 2.9)))
+    # the teacher solved both alone: the hardest quarter (at least one task) is b at 4.0
+    assert elo[TEACHER]["model_skill"] == pytest.approx(4.0)
+    assert elo[STUDENT]["selected"] is None  # no Elo-selected run
+    (transfer,) = tables["tutor_transfer"].rows
+    row = dict(zip(tables["tutor_transfer"].columns, transfer, strict=True))
+    assert (row["collaborative_rate"], row["teacher_solo_rate"], row["transfer"]) == (0.5, 1, 0.5)
+
+
 def test_tutor_without_solo_runs_has_no_comparison():
     summary = tutor_summary(_fixture("tutor"), samples=SAMPLES)
     assert summary["solve_rate"].value == 1.0 and summary["n_paired"] == 0
@@ -79,7 +109,8 @@ def test_summarize_gives_one_table_per_protocol_present():
     records = [e for run in ("monitor", "feedback", "tutor") for e in _fixture(run)]
     other = {**records[0], "protocol": "survey", "steps": [], "episode_id": "x"}
     summary = summarize([*records, other], samples=SAMPLES)
-    assert [t.name for t in summary.tables] == ["monitor", "feedback", "tutor"]
+    # the monitor baselines are solo solves, so the tutor run gets its Elo table too
+    assert [t.name for t in summary.tables] == ["monitor", "feedback", "tutor", "tutor_elo"]
     assert summary.other_protocols == {"survey": 1}
     assert len(summary.monitor) == len(summary.feedback) == len(summary.tutor) == 1
     # a run of one protocol prints that protocol's table only

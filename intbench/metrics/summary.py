@@ -22,6 +22,7 @@ from intbench.metrics.monitor import (
     monitor_groups,
     monitor_tables,
 )
+from intbench.metrics.ratings import rating_tables
 from intbench.metrics.table import Table
 from intbench.metrics.tutor import TutorKey, tutor_groups, tutor_table
 from intbench.records import Episode, as_episodes
@@ -72,6 +73,8 @@ def summarize(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> Summary:
     if tutor := by_protocol.pop("tutor", None):
         summary.tutor = tutor_groups(tutor, samples)
         summary.tables.append(tutor_table(summary.tutor))
+        # solo solves of other protocols (monitor baselines) rate students and teachers too
+        summary.tables += rating_tables([*tutor, *(monitor or [])])
     if generalization := by_protocol.pop(GENERALIZATION, None):
         summary.tables.append(generalization_table(generalization, samples))
     summary.other_protocols = {p: len(es) for p, es in sorted(by_protocol.items())}
