@@ -9,11 +9,27 @@ N requests:
 * ``"429"``   -- HTTP 429 with a ``Retry-After`` header
 * ``"slow"``  -- waits ``slow_seconds`` before answering (beyond a client timeout)
 * ``"drop"``  -- closes the connection without sending a response
+* ``"truncated"``  -- announces a longer body than it sends, then hangs up
+
+and malformed replies with status 200, each a chat completion gone wrong:
+
+* ``"bad_json"``       -- a JSON document cut in the middle
+* ``"html"``           -- an HTML page (``Content-Type: text/html``), as proxies send
+* ``"null_message"``   -- ``"message": null`` in the choice
+* ``"no_message"``     -- a choice without a ``message`` field
+* ``"empty_choices"``  -- ``"choices": []``
+* ``"no_choices"``     -- no ``choices`` field at all
+* ``"wrong_types"``    -- ``"content"`` is a number, ``"usage"`` a string
+* ``"not_an_object"``  -- a JSON list instead of an object
+
+``inject_for(prompt, fault)`` makes every request whose last message is
+``prompt`` fail, so one request of a batch can fail for good.
 
 Usage::
 
     with FakeOpenAIServer(reply=lambda messages: "hi") as server:
         server.inject("500", count=2)
+        server.inject_for("poisoned question", "bad_json")
         ... base_url = server.base_url ...
 """
 
@@ -27,12 +43,28 @@ from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-FAULTS = ("500", "429", "slow", "drop")
+MALFORMED = (
+    "bad_json",
+    "html",
+    "null_message",
+    "no_message",
+    "empty_choices",
+    "no_choices",
+    "wrong_types",
+    "not_an_object",
+)
+FAULTS = ("500", "429", "slow", "drop", "truncated", *MALFORMED)
+HTML_PAGE = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
 
 
 def echo_reply(messages: list[dict]) -> str:
     """Default reply: echo the last message's content."""
     return f"echo: {messages[-1]['content']}"
+
+
+def _check_fault(fault: str) -> None:
+    if fault not in FAULTS:
+        raise ValueError(f"unknown fault {fault!r}; use one of {FAULTS}")
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -63,6 +95,7 @@ class FakeOpenAIServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._faults: deque[str] = deque()
+        self._faults_by_prompt: dict[str, str] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = _QuietServer(("127.0.0.1", 0), self._handler_class())
@@ -75,10 +108,21 @@ class FakeOpenAIServer:
 
     def inject(self, fault: str, count: int = 1) -> None:
         """Make the next ``count`` chat requests fail with ``fault``."""
-        if fault not in FAULTS:
-            raise ValueError(f"unknown fault {fault!r}; use one of {FAULTS}")
+        _check_fault(fault)
         with self._lock:
             self._faults.extend([fault] * count)
+
+    def inject_for(self, prompt: str, fault: str) -> None:
+        """Make every chat request whose last message is ``prompt`` fail with ``fault``."""
+        _check_fault(fault)
+        with self._lock:
+            self._faults_by_prompt[prompt] = fault
+
+    def clear(self) -> None:
+        """Stop injecting faults: the server recovers."""
+        with self._lock:
+            self._faults.clear()
+            self._faults_by_prompt.clear()
 
     def start(self) -> FakeOpenAIServer:
         self._thread.start()
@@ -96,9 +140,12 @@ class FakeOpenAIServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def _next_fault(self) -> str | None:
+    def _next_fault(self, request: dict) -> str | None:
         with self._lock:
-            return self._faults.popleft() if self._faults else None
+            fault = self._faults_by_prompt.get(request["messages"][-1].get("content"))
+            if fault is None and self._faults:
+                fault = self._faults.popleft()
+            return fault
 
     def _enter(self, body: dict) -> None:
         with self._lock:
@@ -142,6 +189,29 @@ class FakeOpenAIServer:
             },
         }
 
+    def _malformed_body(self, fault: str, request: dict) -> tuple[str, str]:
+        """``(content type, body)`` of a malformed 200 reply."""
+        if fault == "html":
+            return "text/html", HTML_PAGE
+        if fault == "bad_json":
+            return "application/json", json.dumps(self._completion_body(request))[:40]
+        if fault == "not_an_object":
+            return "application/json", json.dumps([self._completion_body(request)])
+        body = self._completion_body(request)
+        choice = body["choices"][0]
+        if fault == "null_message":
+            choice["message"] = None
+        elif fault == "no_message":
+            del choice["message"]
+        elif fault == "empty_choices":
+            body["choices"] = []
+        elif fault == "no_choices":
+            del body["choices"]
+        elif fault == "wrong_types":
+            choice["message"]["content"] = 42
+            body["usage"] = "lots"
+        return "application/json", json.dumps(body)
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -151,15 +221,29 @@ class FakeOpenAIServer:
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
 
-            def _send_json(self, status: int, body: dict, headers: dict | None = None) -> None:
-                data = json.dumps(body).encode()
+            def _send(
+                self, status: int, content_type: str, data: bytes, headers: dict | None = None
+            ) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _send_json(self, status: int, body: dict, headers: dict | None = None) -> None:
+                self._send(status, "application/json", json.dumps(body).encode(), headers)
+
+            def _send_truncated(self, request: dict) -> None:
+                data = json.dumps(server._completion_body(request)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":
@@ -188,7 +272,7 @@ class FakeOpenAIServer:
                     server._leave()
 
             def _answer(self, request: dict) -> None:
-                fault = server._next_fault()
+                fault = server._next_fault(request)
                 if server.latency:
                     server._stopping.wait(server.latency)
                 if fault == "500":
@@ -202,6 +286,11 @@ class FakeOpenAIServer:
                 elif fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
+                elif fault == "truncated":
+                    self._send_truncated(request)
+                elif fault in MALFORMED:
+                    content_type, body = server._malformed_body(fault, request)
+                    self._send(200, content_type, body.encode())
                 else:
                     if fault == "slow":
                         server._stopping.wait(server.slow_seconds)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
 import pytest
 
 from intbench.agents.backends import BackendError, load_backend
-from intbench.agents.backends.openai_compat import OpenAIBackend, parse_openai_target
+from intbench.agents.backends.openai_compat import (
+    MalformedReply,
+    OpenAIBackend,
+    parse_completion,
+    parse_openai_target,
+)
 from intbench.agents.base import SamplingParams
+from intbench.runner import RunConfig, run_eval
+from tests.fake_openai_server import MALFORMED
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -198,3 +206,99 @@ def test_malformed_messages_never_reach_the_server(connect, fake_openai_server):
     with pytest.raises(ValueError, match="empty"):
         backend.generate([[]], PARAMS)
     assert fake_openai_server.requests == []
+
+
+@pytest.mark.parametrize("fault", ["truncated", *MALFORMED])
+def test_malformed_replies_are_retried(connect, fake_openai_server, fault):
+    fake_openai_server.inject(fault, count=2)
+    backend = connect(max_retries=3)
+    [out] = backend.generate([ask("hello")], PARAMS)
+    assert (out.text, out.error) == ("echo: hello", None)
+    assert len(fake_openai_server.requests) == 3
+
+
+@pytest.mark.parametrize("fault", MALFORMED)
+def test_a_malformed_reply_names_the_url_and_quotes_the_body(connect, fake_openai_server, fault):
+    fake_openai_server.inject(fault, count=100)
+    backend = connect(max_retries=1)
+    [out] = backend.generate([ask("hello")], PARAMS)
+    assert out.finish_reason == "error" and "after 2 attempts" in out.error
+    assert f"malformed reply from {fake_openai_server.base_url}/chat/completions" in out.error
+    assert "body: '" in out.error
+
+
+def test_malformed_reply_error_carries_url_and_a_short_excerpt():
+    body = "<html>" + "x" * 1000 + "</html>"
+    with pytest.raises(MalformedReply, match="not JSON") as caught:
+        parse_completion(body, "http://host/v1/chat/completions")
+    error = caught.value
+    assert isinstance(error, BackendError) and error.retryable
+    assert error.url == "http://host/v1/chat/completions"
+    assert error.excerpt == body[:200] + "..."
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({"choices": [{"message": {"content": "a"}}], "usage": {"prompt_tokens": "3"}}, "int"),
+        ({"choices": [{"message": {"content": "a"}, "finish_reason": 1}]}, "finish_reason"),
+        ({"choices": [{"message": {"content": "a"}, "logprobs": {"content": [{}]}}]}, "logprob"),
+        ({"choices": ["a"]}, "no message"),
+        ({"choices": {"0": {}}}, "no choices"),
+    ],
+)
+def test_mistyped_fields_are_malformed(body, problem):
+    with pytest.raises(MalformedReply, match=problem):
+        parse_completion(json.dumps(body), "http://host/v1/chat/completions")
+
+
+def test_a_reply_without_usage_or_content_is_valid():
+    reply = {"choices": [{"message": {"role": "assistant", "content": None}}]}
+    completion = parse_completion(json.dumps(reply), "http://host/v1/chat/completions")
+    assert (completion.text, completion.finish_reason, completion.prompt_tokens) == ("", "stop", 0)
+
+
+def test_one_bad_reply_in_a_batch_of_eight_loses_only_its_own_request(connect, fake_openai_server):
+    fake_openai_server.inject_for("q3", "bad_json")  # fails on every attempt
+    backend = connect(max_retries=2)
+    outputs = backend.generate([ask(f"q{i}") for i in range(8)], PARAMS)
+    assert [o.error is None for o in outputs] == [i != 3 for i in range(8)]
+    assert [o.text for i, o in enumerate(outputs) if i != 3] == [
+        f"echo: q{i}" for i in range(8) if i != 3
+    ]
+    assert "malformed reply" in outputs[3].error and "after 3 attempts" in outputs[3].error
+    assert backend.usage.errors == 1
+
+
+def test_two_bad_replies_in_a_batch_of_eight_are_retried(connect, fake_openai_server):
+    fake_openai_server.inject("null_message", count=1)
+    fake_openai_server.inject("html", count=1)
+    backend = connect(max_retries=2)
+    outputs = backend.generate([ask(f"q{i}") for i in range(8)], PARAMS)
+    assert [o.text for o in outputs] == [f"echo: q{i}" for i in range(8)]
+    assert len(fake_openai_server.requests) == 10
+
+
+def test_recovery_after_an_outage(connect, fake_openai_server):
+    fake_openai_server.inject("500", count=100)
+    backend = connect(max_retries=1)
+    [down] = backend.generate([ask("a")], PARAMS)
+    assert down.error and "HTTP 500" in down.error
+    fake_openai_server.clear()
+    [up] = backend.generate([ask("c")], PARAMS)
+    assert (up.text, up.error) == ("echo: c", None)
+
+
+def test_a_student_that_only_gets_malformed_replies_fails_the_episode_until_resumed(
+    fake_openai_server, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    fake_openai_server.inject("html", count=10_000)
+    student = f"openai:fake-model@{fake_openai_server.base_url}?max_retries=1&backoff=0.01"
+    config = RunConfig(env_id="IntBench-Math-v0", teacher="never", student=student, n=2)
+    first = run_eval(config, tmp_path / "run", progress=False)
+    assert len(first.episodes) == 2
+    assert all("malformed reply" in e["error"] for e in first.episodes)
+    fake_openai_server.clear()
+    second = run_eval(config, tmp_path / "run", progress=False)
+    assert second.ran == 2 and not any(e["error"] for e in second.episodes)

@@ -4,12 +4,16 @@ A batch becomes many requests in flight at once (at most ``concurrency``),
 sent by an ``AsyncOpenAI`` client that lives on a private event-loop thread,
 so callers stay synchronous and the connection pool survives between batches.
 
-Failures: 429, 408, 409, 5xx, timeouts and connection errors are retried with
-exponential backoff and jitter (``Retry-After`` is honoured); other 4xx errors
-are not.  Each attempt is bounded by ``timeout`` and each ``generate`` call by
+Failures: 429, 408, 409, 5xx, timeouts, connection errors and malformed
+replies (a body that is not a chat completion: bad JSON, an HTML page,
+missing or mistyped fields; a :class:`MalformedReply` naming the URL and
+quoting the body) are retried with exponential backoff and jitter
+(``Retry-After`` is honoured); other 4xx errors are not.  Each attempt is bounded by ``timeout`` and each ``generate`` call by
 an overall ``deadline``, so a call never hangs.  A request that still fails
 returns a Completion with ``finish_reason="error"`` and ``error`` naming the
-server and the last status, or raises :class:`BackendError` with
+server and the last failure, so the other requests of its batch keep their
+answers (an env records such an episode as failed, and a resumed run retries
+it); with ``raise_on_error=True`` the call raises :class:`BackendError` with
 ``raise_on_error=True``.
 
 The API key comes from ``api_key``, else ``INTBENCH_API_KEY``, else
@@ -19,6 +23,7 @@ The API key comes from ``api_key``, else ``INTBENCH_API_KEY``, else
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import random
@@ -55,13 +60,25 @@ def _api_key(explicit: str | None) -> str:
     )
 
 
-class _Failure(Exception):
+class RequestFailure(BackendError):
     """One failed attempt: whether to retry, a description, and any Retry-After."""
 
     def __init__(self, message: str, retryable: bool, retry_after: float | None = None):
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+class MalformedReply(RequestFailure):
+    """A reply that is not a chat completion; retryable, since proxies and
+    overloaded servers send such bodies transiently."""
+
+    def __init__(self, url: str, problem: str, body: str):
+        self.url = url
+        self.excerpt = _short(body)
+        super().__init__(
+            f"malformed reply from {url}: {problem}; body: {self.excerpt!r}", retryable=True
+        )
 
 
 class OpenAIBackend(BaseBackend):
@@ -171,7 +188,12 @@ class OpenAIBackend(BaseBackend):
             except asyncio.TimeoutError:
                 return self._error(f"deadline of {budget:.1f}s for the batch passed")
 
-        return list(await asyncio.gather(*(one(c) for c in batch)))
+        # Per-request results: an unexpected exception costs only its own request.
+        results = await asyncio.gather(*(one(c) for c in batch), return_exceptions=True)
+        return [
+            self._error(f"unexpected {type(r).__name__}: {r}") if isinstance(r, Exception) else r
+            for r in results
+        ]
 
     async def _request_with_retries(
         self,
@@ -185,7 +207,7 @@ class OpenAIBackend(BaseBackend):
             async with limit:
                 try:
                     return await self._request(conversation, params)
-                except _Failure as failure:
+                except RequestFailure as failure:
                     last = failure
             attempts += 1
             if not last.retryable or attempts > self.max_retries:
@@ -222,39 +244,23 @@ class OpenAIBackend(BaseBackend):
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         try:
-            response = await asyncio.wait_for(
-                self._client.chat.completions.create(**kwargs), self.timeout
+            raw = await asyncio.wait_for(
+                self._client.chat.completions.with_raw_response.create(**kwargs), self.timeout
             )
         except asyncio.TimeoutError:
-            raise _Failure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
+            raise RequestFailure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
         except openai.APITimeoutError:
-            raise _Failure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
+            raise RequestFailure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
         except openai.APIConnectionError as exc:
-            raise _Failure(f"connection error: {exc}", retryable=True) from None
+            raise RequestFailure(f"connection error: {exc}", retryable=True) from None
         except openai.APIStatusError as exc:
             retryable = exc.status_code in RETRY_STATUSES or exc.status_code >= 500
-            raise _Failure(
+            raise RequestFailure(
                 f"HTTP {exc.status_code}: {_short(exc.message)}",
                 retryable=retryable,
                 retry_after=_retry_after(exc.response),
             ) from None
-        return self._parse(response)
-
-    def _parse(self, response: Any) -> Completion:
-        if not response.choices:
-            raise _Failure("server answered with no choices", retryable=False)
-        choice = response.choices[0]
-        logprobs = None
-        if choice.logprobs is not None and choice.logprobs.content is not None:
-            logprobs = [token.logprob for token in choice.logprobs.content]
-        usage = response.usage
-        return Completion(
-            text=choice.message.content or "",
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            finish_reason=choice.finish_reason or "stop",
-            logprobs=logprobs,
-        )
+        return parse_completion(raw.text, str(raw.url))
 
     def _error(self, message: str) -> Completion:
         return Completion(
@@ -277,6 +283,76 @@ class OpenAIBackend(BaseBackend):
         # Best effort for backends that were never closed explicitly.
         if getattr(self, "_client", None) is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def parse_completion(body: str, url: str) -> Completion:
+    """The Completion in a chat-completions reply body, else :class:`MalformedReply`.
+
+    The body is checked field by field rather than trusted to the client's
+    lenient models, so any malformed reply fails here, retryably, and names
+    what is wrong.
+    """
+    try:
+        reply = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise MalformedReply(url, f"not JSON ({exc})", body) from None
+    try:
+        if not isinstance(reply, dict):
+            raise ValueError(f"expected a JSON object, got {type(reply).__name__}")
+        return _completion_from(reply)
+    except ValueError as exc:
+        raise MalformedReply(url, str(exc), body) from None
+
+
+def _completion_from(reply: dict) -> Completion:
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise ValueError("no choices")
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise ValueError("the first choice has no message")
+    text = _optional(message, "content", str) or ""
+    prompt_tokens, completion_tokens = _usage(reply.get("usage"))
+    return Completion(
+        text=text,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        finish_reason=_optional(choice, "finish_reason", str) or "stop",
+        logprobs=_logprobs(choice.get("logprobs")),
+    )
+
+
+def _optional(mapping: dict, key: str, kind: type) -> Any:
+    value = mapping.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise ValueError(f"{key!r} must be a {kind.__name__} or null, got {value!r}")
+    return value
+
+
+def _usage(usage: Any) -> tuple[int, int]:
+    # Some servers omit usage; a present one must hold counts.
+    if usage is None:
+        return 0, 0
+    if not isinstance(usage, dict):
+        raise ValueError(f"'usage' must be an object, got {usage!r}")
+    return _optional(usage, "prompt_tokens", int) or 0, _optional(
+        usage, "completion_tokens", int
+    ) or 0
+
+
+def _logprobs(logprobs: Any) -> list[float] | None:
+    if logprobs is None:
+        return None
+    content = logprobs.get("content") if isinstance(logprobs, dict) else logprobs
+    if content is None:
+        return None
+    if not isinstance(content, list) or not all(
+        isinstance(token, dict) and isinstance(token.get("logprob"), (int, float))
+        for token in content
+    ):
+        raise ValueError("'logprobs' must hold a list of tokens with numeric logprobs")
+    return [float(token["logprob"]) for token in content]
 
 
 def _retry_after(response: Any) -> float | None:
