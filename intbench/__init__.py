@@ -2,22 +2,14 @@
 
 from intbench.envs import register_envs  # noqa: F401  (importing registers every env id)
 from intbench.envs.registration import register_domain
+from intbench.lazy import lazy_attributes
 from intbench.records import DOMAINS, Attempt, Episode, Problem, Verdict
 from intbench.verifiers import verify
 
 __version__ = "0.1.0"
 
 # Loaded on first access so that ``import intbench`` stays fast.
-_LAZY = {"load_problems": "intbench.envs.domains"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'intbench' has no attribute {name!r}")
-
+__getattr__ = lazy_attributes(__name__, {"load_problems": "intbench.envs.domains"})
 
 __all__ = [
     "DOMAINS",

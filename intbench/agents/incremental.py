@@ -75,6 +75,14 @@ class DecisionStats:
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
+    def count(self, result: DecisionResult) -> None:
+        """Add one decision that was computed whole (not one request of several)."""
+        self.calls += 1
+        self.prompt_tokens += result.prompt_tokens
+        self.prefilled_tokens += result.prefilled_tokens
+        self.generated_tokens += result.generated_tokens
+        self.seconds += result.seconds
+
 
 @dataclass
 class DecisionResult:
@@ -309,7 +317,7 @@ class KVCacheDecider:
             seconds=seconds,
             details={"reused_tokens": keep, "decision_seconds": decision_seconds},
         )
-        self._count(result)
+        self.stats.count(result)
         return _apply_parsed_output(result) if intervene else result
 
     def _generate_after(self, first_id: int) -> list[int]:
@@ -323,13 +331,6 @@ class KVCacheDecider:
                 break
             out.append(token)
         return out
-
-    def _count(self, result: DecisionResult) -> None:
-        self.stats.calls += 1
-        self.stats.prompt_tokens += result.prompt_tokens
-        self.stats.prefilled_tokens += result.prefilled_tokens
-        self.stats.generated_tokens += result.generated_tokens
-        self.stats.seconds += result.seconds
 
 
 class NaiveDecider:
@@ -378,11 +379,7 @@ class NaiveDecider:
             generated_tokens=len(new_ids),
             seconds=time.perf_counter() - start,
         )
-        self.stats.calls += 1
-        self.stats.prompt_tokens += len(ids)
-        self.stats.prefilled_tokens += len(ids)
-        self.stats.generated_tokens += len(new_ids)
-        self.stats.seconds += result.seconds
+        self.stats.count(result)
         return _decision_from_text(result)
 
 

@@ -99,15 +99,20 @@ def _message_or_none(value: str | None) -> str | None:
     return value
 
 
-class _Decision:
-    """What the monitor and Oracle decisions share: malformed means no intervention."""
+class _Parsed:
+    """What every parsed reply shares: ``error`` says why it was malformed."""
 
-    intervene: bool | None
     error: str | None
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+class _Decision(_Parsed):
+    """What the monitor and Oracle decisions share: malformed means no intervention."""
+
+    intervene: bool | None
 
     @property
     def should_intervene(self) -> bool:
@@ -183,7 +188,7 @@ def parse_oracle_decision(text: str) -> OracleDecision:
 
 
 @dataclass(frozen=True)
-class FeedbackParse:
+class FeedbackParse(_Parsed):
     """Feedback text extracted from a teacher (or self-feedback) reply.
 
     ``tagged`` says whether it came from a closed ``<feedback>`` block; without
@@ -193,10 +198,6 @@ class FeedbackParse:
     text: str
     tagged: bool
     error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 def parse_feedback(text: str) -> FeedbackParse:
@@ -218,7 +219,7 @@ def parse_feedback(text: str) -> FeedbackParse:
 
 
 @dataclass(frozen=True)
-class LeakCheck:
+class LeakCheck(_Parsed):
     """The tutor checker's verdict (``Leak: Yes/No`` + ``Reason:``).
 
     ``leak`` is ``None`` when the reply is malformed; callers decide whether
@@ -228,10 +229,6 @@ class LeakCheck:
     leak: bool | None
     reason: str | None = None
     error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 def parse_leak_check(text: str) -> LeakCheck:

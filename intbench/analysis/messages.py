@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from intbench.metrics import teacher_label
-from intbench.records import Episode, Problem, as_episode
+from intbench.records import Attempt, Episode, Problem, as_episode
 from intbench.rundir import RunDir
 
 SELF_FEEDBACK = "self-feedback"
@@ -25,6 +25,19 @@ SELF_FEEDBACK = "self-feedback"
 
 class AnalysisError(ValueError):
     """The input cannot be analysed (no run, no problems, a bad taxonomy, ...); the message says why."""
+
+
+_ROW_FIELDS = (
+    "key",
+    "episode_id",
+    "problem_id",
+    "domain",
+    "protocol",
+    "condition",
+    "teacher",
+    "turn",
+)
+"""The fields of a :class:`TeacherMessage` that identify it in every output row, in order."""
 
 
 @dataclass(frozen=True)
@@ -58,16 +71,7 @@ class TeacherMessage:
 
     def row(self) -> dict:
         """The identifying fields that every output row starts with."""
-        return {
-            "key": self.key,
-            "episode_id": self.episode_id,
-            "problem_id": self.problem_id,
-            "domain": self.domain,
-            "protocol": self.protocol,
-            "condition": self.condition,
-            "teacher": self.teacher,
-            "turn": self.turn,
-        }
+        return {name: getattr(self, name) for name in _ROW_FIELDS}
 
 
 @dataclass
@@ -79,6 +83,33 @@ class Collected:
     n_error_episodes: int  # episodes with ``error`` set: left out, as the metrics do
 
 
+def _teacher_message(
+    record: Episode,
+    protocol: str,
+    turn: int,
+    teacher: str,
+    message: str,
+    answered: Attempt | None,
+    prefix: str,
+    leaked: bool | None,
+) -> TeacherMessage:
+    """The ``message`` of ``record`` at ``turn``, given after the student's ``answered`` attempt."""
+    return TeacherMessage(
+        key=f"{record.episode_id}:{turn}",
+        episode_id=record.episode_id,
+        problem_id=record.problem_id,
+        domain=record.domain,
+        protocol=protocol,
+        condition=record.condition,
+        teacher=teacher,
+        turn=turn,
+        message=message,
+        prefix=prefix,
+        student_answer=answered.answer if answered else None,
+        overlap_leaked=leaked,
+    )
+
+
 def _monitor_message(record: Episode) -> TeacherMessage | None:
     intervention = record.intervention
     message = intervention.message if intervention else None
@@ -87,19 +118,10 @@ def _monitor_message(record: Episode) -> TeacherMessage | None:
     baseline = record.baseline
     trace = (baseline.text if baseline else "") or ""
     cut = intervention.tau_abs
-    return TeacherMessage(
-        key=f"{record.episode_id}:0",
-        episode_id=record.episode_id,
-        problem_id=record.problem_id,
-        domain=record.domain,
-        protocol="monitor",
-        condition=record.condition,
-        teacher=teacher_label(record.teacher),
-        turn=0,
-        message=message,
-        prefix=trace if cut is None else trace[:cut],
-        student_answer=baseline.answer if baseline else None,
-        overlap_leaked=intervention.leaked,
+    prefix = trace if cut is None else trace[:cut]
+    teacher = teacher_label(record.teacher)
+    return _teacher_message(
+        record, "monitor", 0, teacher, message, baseline, prefix, intervention.leaked
     )
 
 
@@ -113,20 +135,10 @@ def _feedback_messages(record: Episode) -> list[TeacherMessage]:
         turn = int(entry.turn)
         failed = attempts[turn - 1] if 0 < turn <= len(attempts) else None
         teacher = SELF_FEEDBACK if entry.source == "self" else teacher_label(record.teacher)
+        prefix = (failed.text if failed else "") or ""
         items.append(
-            TeacherMessage(
-                key=f"{record.episode_id}:{turn}",
-                episode_id=record.episode_id,
-                problem_id=record.problem_id,
-                domain=record.domain,
-                protocol="feedback",
-                condition=record.condition,
-                teacher=teacher,
-                turn=turn,
-                message=message,
-                prefix=(failed.text if failed else "") or "",
-                student_answer=failed.answer if failed else None,
-                overlap_leaked=entry.leaked,
+            _teacher_message(
+                record, "feedback", turn, teacher, message, failed, prefix, entry.leaked
             )
         )
     return items

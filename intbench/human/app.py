@@ -160,11 +160,15 @@ def create_app(study: Study, public_url: str | None = None) -> Flask:
             _set_cookie(response, SESSION_COOKIE, token, path=screen_url)
         return response
 
+    def _common(participant_id: str, state: dict) -> dict:
+        """What every page of a participant is rendered with."""
+        return {"pid": participant_id, "condition": study.config.condition, "state": state}
+
     @app.get("/p/<participant_id>/")
     def screen(participant_id: str):
         state = study.participant(participant_id)
         phase = state["phase"]
-        common = {"pid": participant_id, "condition": study.config.condition, "state": state}
+        common = _common(participant_id, state)
         if phase == "instructions":
             return render_template(
                 "instructions.html",
@@ -173,9 +177,7 @@ def create_app(study: Study, public_url: str | None = None) -> Flask:
                 n_practice=len(state["practice"]),
             )
         if phase == "check":
-            return render_template(
-                "check.html", **common, questions=content.CHECK[study.config.condition], wrong=[]
-            )
+            return _check_page(common, [])
         if phase == "questionnaire":
             return _questionnaire(common, [], {})
         if phase == "done":
@@ -212,6 +214,10 @@ def create_app(study: Study, public_url: str | None = None) -> Flask:
             "trial_standard.html", **page, shown=view.trace[:revealed], at_end=at_end
         ), status
 
+    def _check_page(common: dict, wrong: list):
+        questions = content.CHECK[study.config.condition]
+        return render_template("check.html", **common, questions=questions, wrong=wrong), 200
+
     def _questionnaire(common: dict, problems: list[str], answers, status: int = 200):
         return render_template(
             "questionnaire.html",
@@ -234,34 +240,26 @@ def create_app(study: Study, public_url: str | None = None) -> Flask:
             pass
         return _back(participant_id)
 
+    def _form_problems(participant_id: str, submit) -> list:
+        """What ``submit`` finds wrong with the posted form; nothing once it was accepted."""
+        try:
+            return submit(participant_id, request.form)
+        except AlreadyDone:
+            return []
+
     @app.post("/p/<participant_id>/check")
     def check(participant_id: str):
-        try:
-            wrong = study.check(participant_id, request.form)
-        except AlreadyDone:
-            return _back(participant_id)
+        wrong = _form_problems(participant_id, study.check)
         if not wrong:
             return _back(participant_id)
-        state = study.participant(participant_id)
-        return render_template(
-            "check.html",
-            pid=participant_id,
-            condition=study.config.condition,
-            state=state,
-            questions=content.CHECK[study.config.condition],
-            wrong=wrong,
-        ), 200
+        return _check_page(_common(participant_id, study.participant(participant_id)), wrong)
 
     @app.post("/p/<participant_id>/questionnaire")
     def questionnaire(participant_id: str):
-        try:
-            problems = study.questionnaire(participant_id, request.form)
-        except AlreadyDone:
-            return _back(participant_id)
+        problems = _form_problems(participant_id, study.questionnaire)
         if not problems:
             return _back(participant_id)
-        state = study.participant(participant_id)
-        common = {"pid": participant_id, "condition": study.config.condition, "state": state}
+        common = _common(participant_id, study.participant(participant_id))
         return _questionnaire(common, problems, request.form, status=400)
 
     @app.post("/p/<participant_id>/trial/<trial_id>/shown")
@@ -292,7 +290,7 @@ def create_app(study: Study, public_url: str | None = None) -> Flask:
             # A fixable mistake (empty or too long message): show the same question again, keeping the text.
             state = study.participant(participant_id)
             trial = study.current_trial(state)
-            common = {"pid": participant_id, "condition": study.config.condition, "state": state}
+            common = _common(participant_id, state)
             return _trial_page(
                 state,
                 trial,

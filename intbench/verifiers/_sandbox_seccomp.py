@@ -14,46 +14,29 @@ then falls back to ``clone``.  A call made under another architecture (e.g.
 the 32-bit or x32 ABIs on x86_64) kills the process.
 """
 
-# Per architecture: audit arch, numbers answered EPERM, clone, clone3 and the
-# lowest number of a foreign ABI sharing the audit arch (x32), or None.
-_SECCOMP_ARCHES = {
-    "x86_64": (
-        0xC000003E,
-        {
-            "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
-            "chroot": 161, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-            "pidfd_getfd": 438, "keyctl": 250, "add_key": 248, "request_key": 249,
-            "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "open_tree": 428,
-            "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-            "mount_setattr": 442, "kexec_load": 246, "kexec_file_load": 320,
-            "init_module": 175, "finit_module": 313, "delete_module": 176,
-            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-            "open_by_handle_at": 304, "swapon": 167, "swapoff": 168, "reboot": 169,
-            "acct": 163, "quotactl": 179, "syslog": 103, "iopl": 172, "ioperm": 173,
-        },
-        56,
-        435,
-        0x40000000,
-    ),
-    "aarch64": (
-        0xC00000B7,
-        {
-            "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
-            "chroot": 51, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-            "pidfd_getfd": 438, "keyctl": 219, "add_key": 217, "request_key": 218,
-            "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "open_tree": 428,
-            "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-            "mount_setattr": 442, "kexec_load": 104, "kexec_file_load": 294,
-            "init_module": 105, "finit_module": 273, "delete_module": 106,
-            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-            "open_by_handle_at": 265, "swapon": 224, "swapoff": 225, "reboot": 142,
-            "acct": 89, "quotactl": 60, "syslog": 116,
-        },
-        220,
-        435,
-        None,
-    ),
+# System calls answered EPERM: name -> number per architecture, in the columns of
+# _SECCOMP_ARCHES (None where an architecture has no such call).
+_SECCOMP_DENIED = {
+    "unshare": (272, 97), "setns": (308, 268), "mount": (165, 40), "umount2": (166, 39),
+    "pivot_root": (155, 41), "chroot": (161, 51), "ptrace": (101, 117),
+    "process_vm_readv": (310, 270), "process_vm_writev": (311, 271), "pidfd_getfd": (438, 438),
+    "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218), "bpf": (321, 280),
+    "perf_event_open": (298, 241), "userfaultfd": (323, 282), "open_tree": (428, 428),
+    "move_mount": (429, 429), "fsopen": (430, 430), "fsconfig": (431, 431),
+    "fsmount": (432, 432), "fspick": (433, 433), "mount_setattr": (442, 442),
+    "kexec_load": (246, 104), "kexec_file_load": (320, 294), "init_module": (175, 105),
+    "finit_module": (313, 273), "delete_module": (176, 106), "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+    "open_by_handle_at": (304, 265), "swapon": (167, 224), "swapoff": (168, 225),
+    "reboot": (169, 142), "acct": (163, 89), "quotactl": (179, 60), "syslog": (103, 116),
+    "iopl": (172, None), "ioperm": (173, None),
 }  # fmt: skip
+# Per architecture, in the column order of _SECCOMP_DENIED: audit arch, clone, clone3 and
+# the lowest number of a foreign ABI sharing the audit arch (x32), or None.
+_SECCOMP_ARCHES = {
+    "x86_64": (0xC000003E, 56, 435, 0x40000000),
+    "aarch64": (0xC00000B7, 220, 435, None),
+}
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET.  (CLONE_NEWTIME
 # shares its bit with clone()'s exit signal and is refused through clone3.)
 _SECCOMP_CLONE_NEW_FLAGS = 0x7E020000
@@ -65,7 +48,9 @@ def _seccomp_program(machine):
 
     if machine not in _SECCOMP_ARCHES:
         raise OSError(f"no seccomp filter for architecture {machine!r}")
-    arch, denied, clone, clone3, foreign_abi = _SECCOMP_ARCHES[machine]
+    arch, clone, clone3, foreign_abi = _SECCOMP_ARCHES[machine]
+    column = list(_SECCOMP_ARCHES).index(machine)
+    denied = {numbers[column] for numbers in _SECCOMP_DENIED.values()} - {None}
     load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF opcodes
     allow, kill = 0x7FFF0000, 0x80000000  # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
     eperm, enosys = 0x00050000 | 1, 0x00050000 | 38  # SECCOMP_RET_ERRNO | errno
@@ -73,7 +58,7 @@ def _seccomp_program(machine):
     code = [(load, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (load, 0, 0, 0)]
     if foreign_abi is not None:
         code += [(jge, 0, 1, foreign_abi), (ret, 0, 0, kill)]
-    for number in sorted(set(denied.values())):
+    for number in sorted(denied):
         code += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
     code += [(jeq, 0, 1, clone3), (ret, 0, 0, enosys)]
     code += [(jeq, 0, 3, clone), (load, 0, 0, 16), (jset, 0, 1, _SECCOMP_CLONE_NEW_FLAGS)]

@@ -9,8 +9,6 @@ torch or openai.
 
 from __future__ import annotations
 
-import importlib
-
 from intbench.agents.backends.base import (
     BackendError,
     BaseBackend,
@@ -24,20 +22,17 @@ from intbench.agents.backends.loading import (
     parse_spec,
     shared_backend,
 )
+from intbench.lazy import lazy_attributes
 
-_LAZY_CLASSES = {
-    "HFBackend": "intbench.agents.backends.hf",
-    "OpenAIBackend": "intbench.agents.backends.openai_compat",
-    "LlamaCppBackend": "intbench.agents.backends.llamacpp",
-    "ScriptedBackend": "intbench.agents.backends.scripted",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY_CLASSES:
-        return getattr(importlib.import_module(_LAZY_CLASSES[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "HFBackend": "intbench.agents.backends.hf",
+        "OpenAIBackend": "intbench.agents.backends.openai_compat",
+        "LlamaCppBackend": "intbench.agents.backends.llamacpp",
+        "ScriptedBackend": "intbench.agents.backends.scripted",
+    },
+)
 
 __all__ = [
     "BackendError",
