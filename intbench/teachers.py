@@ -9,33 +9,67 @@ that the env records (and treats as no intervention).
 
 from __future__ import annotations
 
+import copy
+import difflib
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from intbench.agents.backends.loading import KNOWN_KINDS, parse_spec
 from intbench.agents.base import ChatBackend, SamplingParams
 from intbench.agents.incremental import KVCacheDecider
 from intbench.agents.parsing import parse_feedback, parse_monitor_decision, parse_oracle_decision
-from intbench.agents.policies import AtFraction, make_policy
+from intbench.agents.policies import POLICY_KINDS, AtFraction, make_policy
 
 logger = logging.getLogger(__name__)
-
-POLICY_NAMES = ("never", "always", "oracle")
-POLICY_PREFIXES = ("at:", "random:")
 
 # Monitor teachers sample moderately; the feedback paper's teachers use T=1.0.
 MONITOR_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=256)
 FEEDBACK_SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=512)
 
 
+def _kind(spec: str) -> str:
+    return spec.split("?", 1)[0].partition(":")[0].strip()
+
+
 def is_policy_spec(spec: str) -> bool:
-    base = spec.split("?", 1)[0]
-    return base in POLICY_NAMES or spec.startswith(POLICY_PREFIXES)
+    return _kind(spec) in POLICY_KINDS
+
+
+def check_teacher_spec(spec: str) -> None:
+    """Raise a one-line ValueError naming the fix if ``spec`` names no teacher.
+
+    Only the spec is read (no model loads), so a typo fails before any work.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"teacher spec must be a non-empty string, got {spec!r}")
+    kind = _kind(spec)
+    if kind in POLICY_KINDS:
+        make_policy(spec)
+    elif kind in KNOWN_KINDS:
+        parse_spec(spec)
+    else:
+        raise ValueError(f"unknown teacher {spec!r}; {_suggestion(spec, kind)}")
+
+
+def _suggestion(spec: str, kind: str) -> str:
+    close = difflib.get_close_matches(kind, POLICY_KINDS + KNOWN_KINDS, n=1)
+    if close:
+        return f"did you mean {spec.strip().replace(kind, close[0], 1)!r}?"
+    return (
+        "use a policy (never, always, at:<fraction>, random:<p>, oracle) or a model spec "
+        "(smollm2, hf:<model>, openai:<model>@<url>, llamacpp:<file>, scripted:...)"
+    )
 
 
 class PolicyTeacher:
-    """A scripted baseline policy (``never``, ``always``, ``at:x``, ``random:p``, ``oracle``)."""
+    """A scripted baseline policy (``never``, ``always``, ``at:x``, ``random:p``, ``oracle``).
+
+    The spec is parsed here, so a bad one fails before any episode.  Each
+    episode's random draws come from the seed of its first step, which the
+    runner derives from the run seed and the episode key.
+    """
 
     def __init__(self, spec: str, protocol: str, condition: str | None):
         if protocol != "monitor" and spec.split("?", 1)[0] != "never":
@@ -47,24 +81,34 @@ class PolicyTeacher:
         self.spec = spec
         self.protocol = protocol
         self.condition = condition
+        self._template = make_policy(spec)
         self._policies: dict[int, Any] = {}
+        self._unseeded: set[int] = set()
 
     def reset(self, slot: int) -> None:
-        self._policies[slot] = make_policy(self.spec)
+        self._policies[slot] = copy.deepcopy(self._template)
+        self._unseeded.add(slot)
+
+    def _policy(self, slot: int, seed: int) -> Any:
+        policy = self._policies[slot]
+        if slot in self._unseeded:  # the episode's first step: its seed is the episode's
+            policy.reset(seed)
+            self._unseeded.discard(slot)
+        return policy
 
     def act(
         self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]
     ) -> list[Any]:
         actions = []
-        for slot, (obs, info) in zip(slots, steps, strict=True):
+        for slot, (obs, info), seed in zip(slots, steps, seeds, strict=True):
             if self.protocol != "monitor":
                 actions.append({"intervene": 0, "message": ""})
                 continue
-            action = self._policies[slot].decide({**obs, **info})
+            policy = self._policy(slot, seed)
+            action = policy.decide({**obs, **info})
             if self.condition == "oracle" and action["intervene"]:
-                policy = self._policies[slot]
                 total = info["privileged"]["total_chars"]
-                # Oracle interventions need a place: an at:x policy's fraction, else the start.
+                # Oracle interventions need a place: an at:x (or random:p) fraction, else the start.
                 fraction = policy.fraction if isinstance(policy, AtFraction) else 0.0
                 action = {**action, "position": int(fraction * total), "quote": ""}
             actions.append(action)
@@ -194,6 +238,7 @@ def make_teacher(
     spec: str, protocol: str, condition: str | None, sampling: SamplingParams | None = None
 ):
     """A teacher from its spec: a policy name or any model spec (``hf:``, ``openai:``, ...)."""
+    check_teacher_spec(spec)
     if is_policy_spec(spec):
         return PolicyTeacher(spec, protocol, condition)
     from intbench.agents.backends import shared_backend

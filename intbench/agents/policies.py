@@ -5,8 +5,11 @@
 ``always``         intervenes at the first increment
 ``at:<fraction>``  intervenes at the first increment whose revealed prefix
                    reaches ``fraction`` of the trace (``at:0.5``: half)
-``random:<p>``     intervenes at each increment with probability ``p``;
-                   seeded (``random:0.1?seed=3``, default seed 0)
+``random:<p>``     intervenes in an episode with probability ``p``, at a
+                   point of the trace drawn uniformly (so φ, the share of
+                   episodes with an intervention, is ``p``); each episode
+                   draws from its own seed (``random:0.1?seed=3`` mixes a
+                   fixed seed in, default 0)
 ``oracle``         intervenes at the first increment exactly when the
                    student's baseline is wrong
 =================  ==========================================================
@@ -20,8 +23,9 @@ observation mapping and returning ``{"intervene": 0 | 1, "message": str}``
 (the monitor env's action).  The keys a policy reads:
 
 =====================  =====================================================
-``revealed_chars``     characters of the trace shown so far (int; ``at:``)
-``total_chars``        length of the whole trace (int; ``at:``)
+``revealed_chars``     characters of the trace shown so far (int; ``at:``,
+                       ``random:``)
+``total_chars``        length of the whole trace (int; ``at:``, ``random:``)
 ``baseline_correct``   whether the student's unassisted answer was right
                        (``oracle``; ``None``/missing means unknown: no
                        intervention)
@@ -34,13 +38,16 @@ Numpy scalars are accepted.  A required key that is missing or invalid
 raises :class:`ValueError` naming it: a scripted baseline that silently waits
 would corrupt an evaluation.
 
-Policies are stateless per observation except ``random`` (its generator) —
-call :meth:`Policy.reset` at the start of each episode to make episodes
-reproducible independently of each other.
+Policies are stateless per observation except ``random``, whose episode
+draws are made at :meth:`Policy.reset`: call ``reset(seed)`` at the start of
+each episode with that episode's seed, so episodes are reproducible and
+independent of each other and of the order they run in.  ``reset()``
+without a seed takes the next episode seed from the policy's own stream.
 """
 
 from __future__ import annotations
 
+import difflib
 import random
 from collections.abc import Mapping
 from typing import Any
@@ -54,6 +61,7 @@ DEFAULT_MESSAGE = (
 
 Action = dict[str, Any]
 _MISSING = object()
+POLICY_KINDS = ("never", "always", "at", "random", "oracle")
 
 
 def _lookup(observation: Mapping[str, Any], key: str) -> Any:
@@ -86,8 +94,8 @@ class Policy:
     def __init__(self, message: str = DEFAULT_MESSAGE) -> None:
         self.message = message
 
-    def reset(self) -> None:
-        """Start a new episode (only stateful policies do anything)."""
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode, drawing from ``seed`` (only ``random`` draws)."""
 
     def should_intervene(self, observation: Mapping[str, Any]) -> bool:
         raise NotImplementedError
@@ -138,39 +146,57 @@ class Always(Policy):
         return True
 
 
+def _reached(observation: Mapping[str, Any], fraction: float) -> bool:
+    """Whether the revealed prefix has reached ``fraction`` of the trace."""
+    revealed = _int_key(observation, "revealed_chars")
+    total = _int_key(observation, "total_chars")
+    # Integer comparison avoids float rounding at exact boundaries.
+    return revealed * 1_000_000 >= round(fraction * 1_000_000) * total
+
+
 class AtFraction(Policy):
     """Intervenes once ``revealed_chars >= fraction * total_chars``, i.e. at the
     increment that crosses the fraction (the env ends the episode there)."""
 
     def __init__(self, fraction: float, message: str = DEFAULT_MESSAGE) -> None:
         if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"at:<fraction> needs 0 <= fraction <= 1, got {fraction}")
+            raise ValueError(
+                f"at:<fraction> needs 0 <= fraction <= 1, got {fraction}; e.g. at:0.5 for half"
+            )
         super().__init__(message)
         self.fraction = fraction
 
     def should_intervene(self, observation: Mapping[str, Any]) -> bool:
-        revealed = _int_key(observation, "revealed_chars")
-        total = _int_key(observation, "total_chars")
-        # Integer comparison avoids float rounding at exact boundaries.
-        return revealed * 1_000_000 >= round(self.fraction * 1_000_000) * total
+        return _reached(observation, self.fraction)
 
 
-class RandomPolicy(Policy):
-    """Intervenes at each increment with probability ``p`` (seeded)."""
+class RandomPolicy(AtFraction):
+    """With probability ``p`` an episode is an ``at:u`` episode, ``u`` uniform
+    in [0, 1); otherwise it never intervenes.  ``fraction`` is the episode's
+    ``u`` (also where an oracle-condition intervention points)."""
 
     def __init__(self, p: float, seed: int = 0, message: str = DEFAULT_MESSAGE) -> None:
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"random:<p> needs 0 <= p <= 1, got {p}")
-        super().__init__(message)
+            raise ValueError(
+                f"random:<p> needs 0 <= p <= 1 (a probability), got {p}; e.g. random:0.3"
+            )
+        super().__init__(0.0, message)
         self.p = p
         self.seed = seed
+        self._episode_seeds = random.Random(seed)
         self.reset()
 
-    def reset(self) -> None:
-        self._rng = random.Random(self.seed)
+    def reset(self, seed: int | None = None) -> None:
+        if seed is None:
+            seed = self._episode_seeds.getrandbits(64)
+        # A string seed is hashed with SHA-512: stable across processes and platforms.
+        draws = random.Random(f"{self.seed}:{seed}")
+        self.intervenes = draws.random() < self.p
+        self.fraction = draws.random()
 
     def should_intervene(self, observation: Mapping[str, Any]) -> bool:
-        return self._rng.random() < self.p
+        # The keys are checked in every episode, not only in those that intervene.
+        return _reached(observation, self.fraction) and self.intervenes
 
 
 class OraclePolicy(Policy):
@@ -185,18 +211,32 @@ class OraclePolicy(Policy):
         return not bool(value)
 
 
-def _parse_float(text: str, spec: str) -> float:
+def _parse_fraction(argument: str, spec: str, kind: str, example: str) -> float:
+    if not argument:
+        raise ValueError(f"policy spec {spec!r}: {kind} needs a number, e.g. {example}")
     try:
-        return float(text)
+        return float(argument)
     except ValueError:
-        raise ValueError(f"policy spec {spec!r}: {text!r} is not a number") from None
+        raise ValueError(
+            f"policy spec {spec!r}: {argument!r} is not a number; write e.g. {example}"
+        ) from None
+
+
+def _unknown_policy(kind: str, spec: str) -> ValueError:
+    close = difflib.get_close_matches(kind, POLICY_KINDS, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ValueError(
+        f"unknown policy {kind!r} in {spec!r}; {hint}expected never, always, at:<fraction>, "
+        "random:<p> or oracle"
+    )
 
 
 def make_policy(spec: str) -> Policy:
     """Build a baseline policy from its spec string (see the module docstring).
 
     Raises:
-        ValueError: unknown policy, bad number, or unknown option.
+        ValueError: unknown policy, bad number, or unknown option; the message
+            is one line naming the fix.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"policy spec must be a non-empty string, got {spec!r}")
@@ -205,26 +245,26 @@ def make_policy(spec: str) -> Policy:
     kind, _, argument = head.partition(":")
     message = options.pop("message", DEFAULT_MESSAGE)
     seed_text = options.pop("seed", None) if kind == "random" else None
+    if kind not in POLICY_KINDS:
+        raise _unknown_policy(kind, spec)
     if options:
         raise ValueError(f"policy spec {spec!r}: unknown option(s) {sorted(options)}")
 
     if kind in ("never", "always", "oracle"):
         if argument:
-            raise ValueError(f"policy spec {spec!r}: {kind!r} takes no argument")
+            raise ValueError(f"policy spec {spec!r}: {kind!r} takes no argument; write {kind!r}")
         policy: Policy = {"never": Never, "always": Always, "oracle": OraclePolicy}[kind](message)
     elif kind == "at":
-        policy = AtFraction(_parse_float(argument, spec), message)
-    elif kind == "random":
+        policy = AtFraction(_parse_fraction(argument, spec, "at:<fraction>", "at:0.5"), message)
+    else:
         try:
             seed = 0 if seed_text is None else int(seed_text)
         except ValueError:
-            raise ValueError(f"policy spec {spec!r}: seed must be an integer") from None
-        policy = RandomPolicy(_parse_float(argument, spec), seed, message)
-    else:
-        raise ValueError(
-            f"unknown policy {kind!r} in {spec!r}; expected never, always, at:<fraction>, "
-            "random:<p> or oracle"
-        )
+            raise ValueError(
+                f"policy spec {spec!r}: seed must be an integer, e.g. random:0.3?seed=1"
+            ) from None
+        p = _parse_fraction(argument, spec, "random:<p>", "random:0.3")
+        policy = RandomPolicy(p, seed, message)
     policy.spec = spec
     return policy
 
@@ -235,6 +275,7 @@ __all__ = [
     "AtFraction",
     "Never",
     "OraclePolicy",
+    "POLICY_KINDS",
     "Policy",
     "RandomPolicy",
     "make_policy",
