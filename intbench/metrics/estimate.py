@@ -36,6 +36,15 @@ def mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else math.nan
 
 
+def mean_and_se(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of the defined values and its standard error (sample SD / √n); NaN where
+    undefined (no values, or one for the SE)."""
+    values = [v for v in values if not math.isnan(v)]
+    if len(values) < 2:
+        return (float(values[0]) if values else math.nan), math.nan
+    return float(np.mean(values)), float(np.std(values, ddof=1) / math.sqrt(len(values)))
+
+
 def bootstrap(
     episodes_by_problem: dict[str, list],
     statistic: Callable[[list], float],

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from intbench.metrics.estimate import mean_and_se
 from intbench.metrics.feedback import SETTINGS, FeedbackKey, acc_at_k
 from intbench.metrics.groups import split_errors
 from intbench.metrics.table import Table, slug
@@ -244,9 +245,9 @@ def matrix_tables(matrix: Matrix) -> list[Table]:
                 rows,
             )
         )
-    analysis = matrix_analysis_table(matrix, stem)
-    if analysis.rows:
-        tables.append(analysis)
+    for table in (matrix_analysis_table(matrix, stem), matrix_summary_table(matrix, stem)):
+        if table.rows:
+            tables.append(table)
     return tables
 
 
@@ -278,4 +279,57 @@ def matrix_analysis_table(matrix: Matrix, stem: str) -> Table:
         ["analysis", "metric", "student", "statistic", "value"],
         rows,
         "A teacher's solo acc@1 is the acc@1 of the runs where that model is the student.",
+    )
+
+
+def teacher_range_summary(pairs: dict[tuple[str, str], float]) -> dict[str, tuple]:
+    """Table 4: over students with two or more teachers, the mean (and SE) of the worst
+    teacher's value, the best teacher's value and their gap."""
+    per_student: dict[str, list[float]] = defaultdict(list)
+    for (student, _), value in pairs.items():
+        per_student[student].append(value)
+    ranged = [values for values in per_student.values() if len(values) >= 2]
+    worst, best = [min(v) for v in ranged], [max(v) for v in ranged]
+    return {
+        "worst": (*mean_and_se(worst), len(ranged)),
+        "best": (*mean_and_se(best), len(ranged)),
+        "best − worst": (
+            *mean_and_se([b - w for b, w in zip(best, worst, strict=True)]),
+            len(ranged),
+        ),
+    }
+
+
+def solver_vs_teacher_summary(
+    solo_acc1: dict[str, float], auc_pairs: dict[tuple[str, str], float]
+) -> dict[str, tuple]:
+    """Table 5: mean Spearman ρ and inversion rate over the students where each is defined."""
+    per_student = solver_vs_teacher(solo_acc1, auc_pairs).values()
+    summary = {}
+    for name, statistic in (("spearman ρ", "spearman"), ("inversion rate", "inversion_rate")):
+        values = [r[statistic] for r in per_student if not math.isnan(r[statistic])]
+        summary[name] = (*mean_and_se(values), len(values))
+    return summary
+
+
+def matrix_summary_table(matrix: Matrix, stem: str) -> Table:
+    """The matrix analyses as the paper tabulates them: means ± SE over students."""
+    rows: list[list[Any]] = []
+    for metric in ("auc", "acc@K"):
+        pairs = matrix.teacher_pairs(metric)
+        if len({t for _, t in pairs}) >= 2:
+            for statistic, values in teacher_range_summary(pairs).items():
+                rows.append(["teacher range (Table 4)", metric, statistic, *values])
+    if len(matrix.solo_acc1) >= 2:
+        summary = solver_vs_teacher_summary(matrix.solo_acc1, matrix.teacher_pairs("auc"))
+        for statistic, values in summary.items():
+            rows.append(["solver vs teacher (Table 5)", "auc", statistic, *values])
+    return Table(
+        f"matrix_summary_{stem}",
+        f"Matrix analyses over students: {matrix.label}",
+        ["analysis", "metric", "statistic", "mean", "SE", "students"],
+        rows,
+        "Means over students with the statistic defined; SE = sample SD / √students. "
+        "Best and worst teacher are taken per metric.",
+        ids=["analysis", "metric", "statistic", "mean", "se", "students"],
     )

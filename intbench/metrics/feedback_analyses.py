@@ -1,0 +1,322 @@
+"""Analyses across feedback groups (feedback paper §4.1, §4.3), from the groups' summaries.
+
+* Feedback controls (Table 1, Table 7): per student, acc@K and gain@K under
+  self-refinement (``mode="self_refine"``), self-feedback (the matrix
+  diagonal: the student's own model as its teacher) and best feedback (the
+  teacher with the highest acc@K for that student, itself included), and
+  their mean over the students that have all three.
+* Marginal gain per turn (Fig. 4): acc@k − acc@(k−1) for k = 2..K, averaged
+  over the student-teacher pairs of one matrix (domain, K, setting), with the share
+  of the pairs' mean gain@K reached by each attempt.
+* History lift and information-access lift (§4.3, Fig. 7, Figs. 18–20): the
+  mean over matched (student, teacher) cells of AUC and acc@K in one setting
+  minus the same cell in the baseline setting; cells are matched on
+  everything else (domain, K, the other settings).
+
+Only ``mode="teacher"`` groups are student-teacher cells.  Standard errors
+are over cells (lifts, marginal gains) or students (control means).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from intbench.metrics.estimate import mean_and_se
+from intbench.metrics.feedback import SETTINGS, FeedbackKey
+from intbench.metrics.matrix import DEFAULT_SETTING
+from intbench.metrics.table import Table
+
+Summaries = dict[FeedbackKey, dict]
+LIFT_METRICS = ("auc", "acc@K")
+HISTORY = ("history",)
+ACCESS = ("teacher_reference", "execution_context")
+BASELINE_ACCESS = ("none", DEFAULT_SETTING[2])
+"""The dense matrix's access: no reference, the env's default execution context."""
+
+
+def point(summary: dict, metric: str) -> float:
+    """A group's point value of ``acc@K``, ``gain`` or ``auc``."""
+    name = f"acc@{summary['k_max']}" if metric == "acc@K" else metric
+    return summary[name].value
+
+
+def _context(key: FeedbackKey) -> tuple:
+    """What a comparison must hold fixed: domain, K and every setting."""
+    return (key.domain, key.k_max, *(getattr(key, name) for name in SETTINGS))
+
+
+# ---------------------------------------------------------- feedback controls
+def feedback_controls(feedback: Summaries) -> dict[tuple, dict[str, Any]]:
+    """Per (domain, K, settings, student): self-refinement, self-feedback and best feedback.
+
+    Each condition is ``(acc@K, gain@K)`` or ``None`` when it was not run;
+    ``best_teacher`` names the teacher of the best feedback.
+    """
+    teachers: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    refine: dict[tuple, dict] = {}
+    for key, summary in feedback.items():
+        cell = (*_context(key), key.student)
+        if key.mode == "teacher":
+            teachers[cell][key.teacher] = summary
+        elif key.mode == "self_refine":
+            refine[cell] = summary
+    controls = {}
+    for cell in sorted(set(teachers) | set(refine)):
+        by_teacher = teachers.get(cell, {})
+        best = max(by_teacher, key=lambda t: point(by_teacher[t], "acc@K"), default=None)
+        controls[cell] = {
+            "self_refine": _acc_and_gain(refine.get(cell)),
+            "self_feedback": _acc_and_gain(by_teacher.get(cell[-1])),
+            "best_feedback": _acc_and_gain(by_teacher.get(best)),
+            "best_teacher": best,
+        }
+    return controls
+
+
+def _acc_and_gain(summary: dict | None) -> tuple[float, float] | None:
+    return None if summary is None else (point(summary, "acc@K"), point(summary, "gain"))
+
+
+CONTROLS = ("self_refine", "self_feedback", "best_feedback")
+
+
+def control_means(controls: dict[tuple, dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    """Table 1: per (domain, K, settings), the mean of each condition over the students
+    that have all three, with its SE over those students."""
+    complete: dict[tuple, list[dict]] = defaultdict(list)
+    for cell, row in controls.items():
+        if all(row[c] is not None for c in CONTROLS):
+            complete[cell[:-1]].append(row)
+    means = {}
+    for context, rows in sorted(complete.items()):
+        means[context] = {"students": len(rows)}
+        for condition in CONTROLS:
+            for i, metric in enumerate(("acc", "gain")):
+                means[context][f"{condition}_{metric}"] = mean_and_se(
+                    [row[condition][i] for row in rows]
+                )
+    return means
+
+
+def feedback_controls_table(feedback: Summaries) -> Table:
+    """Table 7's per-student rows, then Table 1's mean over complete students."""
+    controls = feedback_controls(feedback)
+    rows: list[list[Any]] = []
+    for cell, row in controls.items():
+        if row["self_refine"] is None and row["self_feedback"] is None:
+            continue  # no control: nothing to disentangle
+        values = [v for c in CONTROLS for v in (row[c] or (math.nan, math.nan))]
+        rows.append([*cell, *values, row["best_teacher"]])
+    for context, means in control_means(controls).items():
+        values = [means[f"{c}_{m}"][0] for c in CONTROLS for m in ("acc", "gain")]
+        ses = [means[f"{c}_{m}"][1] for c in CONTROLS for m in ("acc", "gain")]
+        rows.append([*context, f"mean of {means['students']} students", *values, None])
+        rows.append([*context, "SE over students", *ses, None])
+    conditions = ["self-refinement", "self-feedback", "best feedback"]
+    return Table(
+        "feedback_controls",
+        "Feedback controls: self-refinement, self-feedback, best feedback (feedback paper Table 1)",
+        ["domain", "K", *SETTINGS, "student"]
+        + [f"{c} {m}" for c in conditions for m in ("acc@K", "gain@K")]
+        + ["best teacher"],
+        rows,
+        "Self-feedback: the student's own model as its teacher (the matrix diagonal). Best "
+        "feedback: the teacher with the highest acc@K for the student, picked after the fact. "
+        "Means are over the students with all three conditions.",
+        ids=["domain", "K", *SETTINGS, "student"]
+        + [f"{c}_{m}" for c in CONTROLS for m in ("acc_at_k", "gain")]
+        + ["best_teacher"],
+    )
+
+
+# ---------------------------------------------------------- marginal gain per turn
+def marginal_gains(feedback: Summaries) -> dict[tuple, dict[str, Any]]:
+    """Per (domain, K, settings) with K >= 2 and a matrix (two or more student-teacher
+    pairs): the mean over pairs of acc@k − acc@(k−1) for k = 2..K, with SEs over pairs,
+    and each attempt's cumulative share of the pairs' mean gain@K."""
+    curves: dict[tuple, list[list[float]]] = defaultdict(list)
+    for key, summary in feedback.items():
+        if key.mode == "teacher" and key.k_max >= 2:
+            curves[_context(key)].append(summary["acc"])
+    result = {}
+    for context, group in sorted(curves.items()):
+        if len(group) < 2:
+            continue  # Fig. 4 averages over a matrix's pairs
+        steps = np.diff(np.asarray(group, dtype=float), axis=1)
+        per_turn = [mean_and_se(list(steps[:, i])) for i in range(steps.shape[1])]
+        total = sum(m for m, _ in per_turn)
+        cumulative = np.cumsum([m for m, _ in per_turn])
+        shares = [float(c / total) if total else math.nan for c in cumulative]
+        result[context] = {"per_turn": per_turn, "cumulative_share": shares, "pairs": len(group)}
+    return result
+
+
+def marginal_gain_table(feedback: Summaries) -> Table:
+    """One row per attempt k >= 2 of each domain, K and setting."""
+    rows = [
+        [*context, k, mean, se, share, found["pairs"]]
+        for context, found in marginal_gains(feedback).items()
+        for k, ((mean, se), share) in enumerate(
+            zip(found["per_turn"], found["cumulative_share"], strict=True), start=2
+        )
+    ]
+    return Table(
+        "feedback_marginal_gain",
+        "Marginal gain per attempt (feedback paper Fig. 4)",
+        [
+            "domain",
+            "K",
+            *SETTINGS,
+            "attempt",
+            "acc@k − acc@(k−1)",
+            "SE",
+            "share of gain@K",
+            "pairs",
+        ],
+        rows,
+        "Mean over student-teacher pairs (mode teacher); SE over pairs. The share is the "
+        "cumulative mean marginal gain through attempt k over the mean gain@K.",
+        ids=["domain", "K", *SETTINGS, "attempt", "marginal_gain", "se", "cumulative_share"]
+        + ["pairs"],
+    )
+
+
+# ---------------------------------------------------------- setting lifts
+def setting_lifts(
+    feedback: Summaries, varied: tuple[str, ...], baseline: Callable[[list[tuple]], tuple | None]
+) -> list[dict[str, Any]]:
+    """Matched lifts of every value of the ``varied`` settings over the ``baseline`` one.
+
+    Cells are (student, teacher) pairs of ``mode="teacher"`` groups; a cell counts
+    when it was run at both values with the same domain, K and other settings.
+    ``baseline`` picks the reference value from those present in a domain and K.
+    Each row holds the lift per metric (mean, SE over cells) within one value of
+    the other settings, and pooled over them (``"all"``) when there are several.
+    """
+    fixed_names = [n for n in SETTINGS if n not in varied]
+    cells: dict[tuple, dict[tuple, dict[tuple, dict]]] = defaultdict(lambda: defaultdict(dict))
+    for key, summary in feedback.items():
+        value = tuple(getattr(key, n) for n in varied)
+        if key.mode != "teacher" or "unknown" in value:
+            continue
+        fixed = tuple(getattr(key, n) for n in fixed_names)
+        cells[(key.domain, key.k_max)][value][(fixed, key.student, key.teacher)] = summary
+    rows = []
+    for (domain, k_max), by_value in sorted(cells.items()):
+        reference = baseline(list(by_value))
+        if reference is None:
+            continue
+        for value in sorted(v for v in by_value if v != reference):
+            matched = sorted(set(by_value[value]) & set(by_value[reference]))
+            for fixed in _fixed_groups(matched):
+                chosen = [c for c in matched if fixed == "all" or c[0] == fixed]
+                lifts = {
+                    metric: mean_and_se(
+                        [
+                            point(by_value[value][c], metric)
+                            - point(by_value[reference][c], metric)
+                            for c in chosen
+                        ]
+                    )
+                    for metric in LIFT_METRICS
+                }
+                rows.append(
+                    {
+                        "domain": domain,
+                        "k_max": k_max,
+                        "value": value,
+                        "baseline": reference,
+                        "fixed": fixed,
+                        "cells": len(chosen),
+                        "lift": lifts,
+                    }
+                )
+    return rows
+
+
+def _fixed_groups(matched: list[tuple]) -> list:
+    """The other settings' values the matched cells hold, and ``"all"`` when several."""
+    values = sorted({cell[0] for cell in matched})
+    return values + ["all"] if len(values) > 1 else values
+
+
+def smallest_history(values: list[tuple]) -> tuple | None:
+    """The shortest numeric history, the paper's baseline of history 1."""
+    numeric = [v for v in values if v[0].isdigit()]
+    return min(numeric, key=lambda v: int(v[0])) if numeric else None
+
+
+def baseline_access(values: list[tuple]) -> tuple | None:
+    """The dense matrix's access (no reference, default execution context), if it was run."""
+    return BASELINE_ACCESS if BASELINE_ACCESS in values else None
+
+
+def history_lift(feedback: Summaries) -> list[dict[str, Any]]:
+    """§4.3 RF5: every history against the shortest one, matched cells."""
+    return setting_lifts(feedback, HISTORY, smallest_history)
+
+
+def access_lift(feedback: Summaries) -> list[dict[str, Any]]:
+    """§4.3 RF6: every teacher reference / execution context against the dense matrix's."""
+    return setting_lifts(feedback, ACCESS, baseline_access)
+
+
+def _lift_table(name: str, title: str, varied: str, fixed: str, rows: list[dict]) -> Table:
+    body = [
+        [
+            row["domain"],
+            row["k_max"],
+            "/".join(row["value"]),
+            "/".join(row["baseline"]),
+            row["fixed"] if row["fixed"] == "all" else "/".join(row["fixed"]),
+            *(v for metric in LIFT_METRICS for v in row["lift"][metric]),
+            row["cells"],
+        ]
+        for row in rows
+    ]
+    return Table(
+        name,
+        title,
+        ["domain", "K", varied, "baseline", fixed, "AUC lift", "SE", "acc@K lift", "SE", "cells"],
+        body,
+        "Mean over (student, teacher) cells run at both settings, all else equal; SE over "
+        "cells. 'all' pools the cells of every value of the other settings.",
+        ids=["domain", "K", "value", "baseline", "fixed", "auc_lift", "auc_se"]
+        + ["acc_at_k_lift", "acc_at_k_se", "cells"],
+    )
+
+
+def history_lift_table(feedback: Summaries) -> Table:
+    return _lift_table(
+        "feedback_history_lift",
+        "History lift over the shortest history (feedback paper §4.3, Fig. 7)",
+        "history",
+        "teacher reference/execution context",
+        history_lift(feedback),
+    )
+
+
+def access_lift_table(feedback: Summaries) -> Table:
+    return _lift_table(
+        "feedback_access_lift",
+        "Information-access lift over no reference (feedback paper §4.3, Figs. 7, 18)",
+        "teacher reference/execution context",
+        "history",
+        access_lift(feedback),
+    )
+
+
+def feedback_analysis_tables(feedback: Summaries) -> list[Table]:
+    """The analyses whose runs are present (tables with rows)."""
+    tables = (
+        feedback_controls_table(feedback),
+        marginal_gain_table(feedback),
+        history_lift_table(feedback),
+        access_lift_table(feedback),
+    )
+    return [table for table in tables if table.rows]
