@@ -11,6 +11,8 @@ import importlib
 import logging
 import sys
 
+from intbench.commands.checks import UsageError
+
 # module path -> provides add_parser(subparsers)
 COMMAND_MODULES = [
     "intbench.commands.data",
@@ -24,11 +26,18 @@ COMMAND_MODULES = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="intbench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="intbench", description="IntBench: evaluate and train AI teachers."
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the full traceback of an unexpected error"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in COMMAND_MODULES:
         importlib.import_module(module).add_parser(subparsers)
+    for command in subparsers.choices.values():  # `intbench eval ... --debug` works too
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
     return parser
 
 
@@ -41,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(
             "interrupted; finished episodes are saved, re-run the command to resume",
@@ -50,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()
         return 0
+    except Exception as exc:  # noqa: BLE001 - one line unless --debug; nothing is lost
+        if args.debug:
+            raise
+        print(
+            f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)", file=sys.stderr
+        )
+        return 1
 
 
 if __name__ == "__main__":

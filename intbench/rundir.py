@@ -247,10 +247,23 @@ class RunDir:
         Raises:
             ConfigMismatchError: the directory holds a run with another configuration.
         """
+        self.check_config(config)
+        self.save_config(config)
+
+    def save_config(self, config: dict) -> None:
+        """Save ``config`` unless one is saved already (the run has started)."""
         self.path.mkdir(parents=True, exist_ok=True)
         if not self.config_path.exists():
             text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
             self.config_path.write_text(text, encoding="utf-8")
+
+    def check_config(self, config: dict) -> None:
+        """Check ``config`` matches the saved one, if any (writes nothing).
+
+        Raises:
+            ConfigMismatchError: the directory holds a run with another configuration.
+        """
+        if not self.config_path.exists():
             return
         saved = json.loads(self.config_path.read_text(encoding="utf-8"))
         if saved != json.loads(json.dumps(config)):

@@ -119,22 +119,24 @@ def _run_locked(
     from intbench.teachers import make_teacher
 
     out = run_dir.path
-    run_dir.prepare(config.to_dict())
+    run_dir.check_config(config.to_dict())
+    # Models, problems and the teacher first: a start that fails here leaves
+    # no config.json behind, so the corrected command is not refused.
+    envs = [_make_env(config) for _ in range(max(1, concurrency))]
+    first = envs[0]
+    problems = first.problems
+    protocol = protocol_of(config.env_id)
+    condition = getattr(first, "condition", None)
+    teacher = make_teacher(config.teacher, protocol, condition)
+    run_dir.save_config(config.to_dict())
+    run_dir.save_problems(problems)
     log = run_dir.log()
     retried = log.drop_failed()
     if retried:
         logger.warning("retrying %d failed episode(s)", retried)
-
-    envs = [_make_env(config) for _ in range(max(1, concurrency))]
-    first = envs[0]
-    problems = first.problems
-    run_dir.save_problems(problems)
     keys = [f"{i}:{r}" for r in range(config.repeats) for i in range(len(problems))]
     todo = [k for k in keys if not log.finished(k)]
     skipped = len(keys) - len(todo)
-    protocol = protocol_of(config.env_id)
-    condition = getattr(first, "condition", None)
-    teacher = make_teacher(config.teacher, protocol, condition)
     executor = first.executor
     student = executor.backends["student"]
     started = time.perf_counter()

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from intbench.commands.checks import check_run
 from intbench.metrics import summarize
 from intbench.runner import (
     EPISODE_TIMEOUT_S,
@@ -16,19 +17,24 @@ from intbench.runner import (
     run_eval,
 )
 
-# CLI flag -> env option, for the options users set most; others via --env-option.
+
+def _truthy(value: str) -> bool:
+    return value.lower() in ("1", "true", "yes")
+
+
+# CLI flag -> (conversion, help) of the env options users set most; others via --env-option.
 ENV_FLAGS = {
-    "condition": str,
-    "post": str,
-    "increment": str,
-    "teacher_access": lambda v: v.lower() in ("1", "true", "yes"),
-    "teacher_prompt": str,
-    "reward": str,
-    "k_max": int,
-    "history": int,
-    "mode": str,
-    "teacher_reference": str,
-    "execution_context": str,
+    "condition": (str, "monitor: standard or oracle"),
+    "post": (str, "monitor: continue or stop after an intervention"),
+    "increment": (str, "monitor: characters revealed per step, 'sentence' or tokens:N"),
+    "teacher_access": (_truthy, "monitor: whether the teacher sees the reference (true/false)"),
+    "teacher_prompt": (str, "monitor: the teacher prompt variant"),
+    "reward": (str, "the env's reward definition"),
+    "k_max": (int, "feedback: attempts per episode"),
+    "history": (int, "feedback: earlier attempts the teacher sees"),
+    "mode": (str, "feedback: teacher, self_refine or self_feedback"),
+    "teacher_reference": (str, "feedback: none, answer or solution"),
+    "execution_context": (str, "feedback: structured, feedback, traceback or none"),
 }
 
 
@@ -94,10 +100,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
         f"on resume (default {EPISODE_TIMEOUT_S:g})",
     )
     parser.add_argument("--no-progress", action="store_true")
-    for name in ENV_FLAGS:
-        parser.add_argument(
-            f"--{name.replace('_', '-')}", dest=name, default=None, help=argparse.SUPPRESS
-        )
+    shortcuts = parser.add_argument_group("env options (shortcuts for --env-option KEY=VALUE)")
+    for name, (_, text) in ENV_FLAGS.items():
+        shortcuts.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=text)
     parser.add_argument(
         "--env-option",
         action="append",
@@ -110,7 +115,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def env_options(args) -> dict:
     options = {}
-    for name, convert in ENV_FLAGS.items():
+    for name, (convert, _) in ENV_FLAGS.items():
         value = getattr(args, name)
         if value is not None:
             options[name] = convert(value)
@@ -153,6 +158,7 @@ def _config(args, teacher: str, student: str, options: dict) -> RunConfig:
 
 
 def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
+    check_run(config, args.concurrency)
     try:
         result = run_eval(
             config,

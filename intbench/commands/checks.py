@@ -1,0 +1,99 @@
+"""Checks of a run's command-line arguments, made before any model loads or file is written.
+
+Each check raises :class:`UsageError` with one line that names the fix; the
+CLI prints it and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+
+class UsageError(ValueError):
+    """A command-line argument that cannot work; the message says how to fix it."""
+
+
+def _closest(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def check_env_id(env_id: str) -> None:
+    from intbench.envs.registration import all_env_ids
+
+    known = all_env_ids()
+    if env_id.split(":")[-1] not in known:
+        raise UsageError(
+            f"unknown env {env_id!r}{_closest(env_id, known)} (`intbench data list` shows them)"
+        )
+
+
+def check_count(name: str, value: int, minimum: int = 1) -> None:
+    if value < minimum:
+        raise UsageError(f"{name} must be at least {minimum}, got {value}")
+
+
+def check_teacher(spec: str) -> None:
+    from intbench.teachers import check_teacher_spec
+
+    try:
+        check_teacher_spec(spec)
+    except ValueError as exc:
+        raise UsageError(f"--teacher: {exc}") from None
+
+
+def check_model(flag: str, spec: str) -> None:
+    """A model spec parses, and a local model path it names exists."""
+    from intbench.agents.backends.loading import parse_spec
+
+    try:
+        kind, target, _ = parse_spec(spec)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    path = target.split("::")[0]  # hf:<dir>::<file>.gguf
+    if kind in ("hf", "llamacpp") and path.startswith(("/", "./", "../", "~")):
+        if not os.path.exists(os.path.expanduser(path)):
+            raise UsageError(f"{flag}: no model at {path!r}; give an existing path or a hub id")
+
+
+def check_env_options(env_id: str, options: Mapping[str, Any]) -> None:
+    """Every option is one the env takes, with a value it accepts (no model is built)."""
+    import gymnasium as gym
+
+    import intbench.envs  # noqa: F401  (registers the ids)
+
+    spec = gym.spec(env_id)
+    module, _, name = spec.entry_point.partition(":")
+    options_class = getattr(importlib.import_module(module), name).options_class
+    fields = [f.name for f in dataclasses.fields(options_class) if f.name != "domain"]
+    for key in options:
+        if key not in fields:
+            raise UsageError(
+                f"unknown env option {key!r} for {env_id}{_closest(key, fields)} "
+                f"(options: {', '.join(sorted(fields))})"
+            )
+    try:
+        options_class(**{**spec.kwargs, **options})
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"bad env option for {env_id}: {exc}") from None
+
+
+def check_run(config, concurrency: int) -> None:
+    """Everything about one run that can be checked without loading a model."""
+    check_env_id(config.env_id)
+    check_count("-n", config.n)
+    check_count("--repeats", config.repeats)
+    check_count("--concurrency", concurrency)
+    check_teacher(config.teacher)
+    check_model("--student", config.student)
+    if config.judge:
+        check_model("--judge", config.judge)
+    check_env_options(
+        config.env_id,
+        {**config.env_options, "student": config.student, "n": config.n},
+    )
