@@ -122,7 +122,7 @@ def test_answer_reference_reaches_only_the_teacher():
         obs, _, _, _, info = env.step({"intervene": 1, "message": "Try again."})
         teacher_prompts.append(info["messages"][-1]["content"])
         assert obs["reference"] == "51"
-    assert all("Reference final answer" in t and "51" in t for t in teacher_prompts)
+    assert all("ground-truth final answer" in t and "51" in t for t in teacher_prompts)
     for prompt in student.prompts:
         assert all("Reference" not in m["content"] for m in prompt)
 

@@ -311,8 +311,8 @@ def test_episode_record_round_trips_json():
     ("variant", "template"),
     [
         ("paper", "teacher_standard"),
+        ("v1", "teacher_standard_v1"),
         ("v2", "teacher_standard_v2"),
-        ("v3", "teacher_standard_v3"),
         ("append", "teacher_standard_append"),
     ],
 )

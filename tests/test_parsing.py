@@ -210,14 +210,14 @@ def test_parse_leak_check(text, leak, reason, error):
 
 def test_parsers_read_the_formats_the_templates_ask_for():
     """The output-format lines in the templates, filled in, parse back."""
-    from intbench.envs.domains.prompting import render
+    from intbench.envs.domains.prompting import render, render_system
     from intbench.records import Problem
 
     problem = Problem(id="p", domain="math", question="1+1?", answer="2", solution="1+1=2")
-    standard = render(
+    standard = render_system(
         "math", "teacher_standard", problem=problem, transcript="t", chunk_size=50, reference=None
     )
-    oracle = render(
+    oracle = render_system(
         "math",
         "teacher_oracle",
         problem=problem,
@@ -226,7 +226,7 @@ def test_parsers_read_the_formats_the_templates_ask_for():
         verdict="incorrect",
         reference=None,
     )
-    assert "Intervene: No\nTime: N/A" in standard and "Quote:" in oracle
+    assert "Intervene: [Yes/No]\nIntervention:" in standard and "Quote:" in oracle
     reply = "Intervene: Yes\nTime: the first line\nIntervention: Count again."
     assert parse_monitor_decision(reply).should_intervene
     reply = "Intervene: Yes\nQuote: one two three four five\nIntervention: Count again."

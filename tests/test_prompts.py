@@ -17,6 +17,7 @@ from intbench.envs.domains.prompting import (
     render_messages,
     render_system,
 )
+from intbench.envs.monitor import TEACHER_PROMPTS, continuation_messages
 from intbench.records import DOMAINS, Problem
 
 SECRET_ANSWER = "ZQX-ANSWER-417"
@@ -121,8 +122,8 @@ def template_vars(name: str, problem: Problem) -> dict:
     table = {
         "student_baseline": {"problem": problem},
         "teacher_standard": {**monitor, "reference": _reference(problem)},
-        "teacher_standard_v2": {**monitor, "reference": _reference(problem)},
-        "teacher_standard_v3": {**monitor, "reference": None},
+        "teacher_standard_v1": {**monitor, "reference": _reference(problem)},
+        "teacher_standard_v2": {**monitor, "reference": None},
         "teacher_standard_append": {**monitor, "reference": _reference(problem)},
         "teacher_oracle": {
             "problem": problem,
@@ -131,8 +132,8 @@ def template_vars(name: str, problem: Problem) -> dict:
             "verdict": "incorrect",
             "reference": _reference(problem),
         },
-        "student_continue": {"problem": problem, "prefix": TRANSCRIPT[:80], "message": MESSAGE},
-        "student_stop_answer": {"problem": problem, "prefix": TRANSCRIPT[:80], "message": MESSAGE},
+        "student_continue": {"problem": problem, "message": MESSAGE},
+        "student_stop_answer": {"problem": problem, "message": MESSAGE},
         "judge": {
             "question": problem.question,
             "reference": problem.answer,
@@ -249,6 +250,7 @@ DOMAIN_FORMAT = {
     "arc": '<answer>...</answer> block containing only JSON of the form {"outputs": [grid, ...]}',
     "brainteaser": '"Answer: your answer"',
 }
+POST_INTERVENTION = ("student_continue", "student_stop_answer")
 ANSWERING_TEMPLATES = (
     "student_baseline",
     "student_continue",
@@ -265,42 +267,37 @@ ANSWERING_TEMPLATES = (
 @pytest.mark.parametrize("domain", DOMAINS)
 @pytest.mark.parametrize("name", ANSWERING_TEMPLATES)
 def test_student_prompts_ask_for_the_domain_answer_format(domain, name):
-    text = render(domain, name, **template_vars(name, PROBLEMS[domain]))
+    if name in POST_INTERVENTION:  # the answer format is in user 1 of the conversation
+        messages = continuation_messages(PROBLEMS[domain], TRANSCRIPT[:80], MESSAGE, "continue")
+        text = "\n".join(m["content"] for m in messages)
+    else:
+        text = render(domain, name, **template_vars(name, PROBLEMS[domain]))
     assert DOMAIN_FORMAT[domain] in text
     assert answer_format(domain, problem=PROBLEMS[domain]) in text
+
+
+STANDARD_TAGS = ["Intervene: [Yes/No]\nIntervention: <If 'Yes', write", "Student reasoning so far:"]
 
 
 @pytest.mark.parametrize(
     "name, tags",
     [
-        (
-            "teacher_standard",
-            ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
-        ),
-        (
-            "teacher_standard_v2",
-            ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
-        ),
-        (
-            "teacher_standard_v3",
-            ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
-        ),
-        (
-            "teacher_standard_append",
-            ["Intervene: No\nTime: N/A", "Intervene: Yes\nTime:", "\nIntervention:"],
-        ),
+        ("teacher_standard", STANDARD_TAGS),
+        ("teacher_standard_v1", STANDARD_TAGS),
+        ("teacher_standard_v2", STANDARD_TAGS),
+        ("teacher_standard_append", STANDARD_TAGS),
         (
             "teacher_oracle",
-            ["Intervene: No\nQuote: N/A", "Intervene: Yes\nQuote:", "5 consecutive words"],
+            ["Intervene: [Yes/No]\nQuote: <If 'Yes', provide the 5 words", "\nIntervention: <"],
         ),
-        ("student_continue", [f"<update>{MESSAGE}</update>", "Continue your reasoning"]),
-        ("student_stop_answer", [f"<update>{MESSAGE}</update>", "Stop reasoning now"]),
-        ("judge", ["Verdict: Correct or Incorrect", "\nExplanation:"]),
+        ("student_continue", [f"<update>{MESSAGE}</update>", "Please continue your reasoning"]),
+        ("student_stop_answer", [f"<update>{MESSAGE}</update>", "final answer immediately"]),
+        ("judge", ["Verdict: Correct/Incorrect", "\nExplanation:", "Candidate solution:"]),
         ("feedback_student", ["<think>...</think>"]),
         ("feedback_student_retry", ["<think>...</think>", "Your cycle length is wrong."]),
         (
             "feedback_teacher",
-            ["<feedback>...</feedback>", "Passed 1/3 tests", "Do not state the final answer"],
+            ["<feedback>...</feedback>", "Passed 1/3 tests", "without telling me the final answer"],
         ),
         ("feedback_self_feedback", ["<feedback>...</feedback>"]),
         ("skill_extract", ["Skill:"]),
@@ -363,7 +360,7 @@ def test_reference_position_faithful_after_append_before_transcript():
         "chunk_size": 50,
         "reference": problem.solution,
     }
-    for name in ("teacher_standard", "teacher_standard_v2", "teacher_standard_v3"):
+    for name in ("teacher_standard", "teacher_standard_v1", "teacher_standard_v2"):
         text = render("math", name, **args)
         assert text.index(TRANSCRIPT) < text.index(problem.solution), name
     append = render("math", "teacher_standard_append", **args)
@@ -378,7 +375,7 @@ def _prefix_through_transcript(text: str, transcript: str) -> str:
 @pytest.mark.parametrize("domain", DOMAINS)
 @pytest.mark.parametrize(
     "name",
-    ["teacher_standard", "teacher_standard_v2", "teacher_standard_v3", "teacher_standard_append"],
+    ["teacher_standard", "teacher_standard_v1", "teacher_standard_v2", "teacher_standard_append"],
 )
 def test_increments_share_a_byte_identical_prefix(domain, name):
     problem = PROBLEMS[domain]
@@ -425,7 +422,7 @@ def test_append_variant_prefix_covers_the_reference():
 
 
 def test_chunk_size_may_name_a_non_character_increment():
-    text = render(
+    text = render_system(
         "math",
         "teacher_standard",
         problem=PROBLEMS["math"],
@@ -433,8 +430,8 @@ def test_chunk_size_may_name_a_non_character_increment():
         chunk_size="sentence",
         reference=None,
     )
-    assert "one increment (sentence) at a time" in text
-    assert "50 characters at a time" in render(
+    assert "in increments of one sentence at a time" in text
+    assert "in increments of 50 characters at a time" in render_system(
         "math",
         "teacher_standard",
         problem=PROBLEMS["math"],
@@ -517,7 +514,7 @@ def test_retry_without_feedback_uses_self_refinement_wording():
     text = render(
         "math", "feedback_student_retry", problem=problem, history=HISTORY[:1], feedback_text=None
     )
-    assert "Look for the mistakes" in text and "makes use of the feedback" not in text
+    assert "produce a corrected solution" in text and "uses the feedback" not in text
     assert "Your previous attempt was not accepted." in text
     with_feedback = render(
         "math",
@@ -542,11 +539,15 @@ def test_history_entries_without_feedback_key():
         reference=None,
         reference_kind="none",
     )
-    assert "Attempt 1:\nA1" in text and "no access to the reference" in text
+    assert "Attempt 1:\nA1" in text and "do not have access to the ground truth" in text
 
 
 @pytest.mark.parametrize(
-    "kind, shown", [("answer", "Reference final answer"), ("solution", "Reference solution")]
+    "kind, shown",
+    [
+        ("answer", "Here is the ground-truth final answer:"),
+        ("solution", "Here is the ground-truth solution:"),
+    ],
 )
 def test_feedback_teacher_reference_kinds(kind, shown):
     text = render(
@@ -582,3 +583,290 @@ def test_environment_is_cached_and_strict():
     # no HTML escaping of code or comparisons
     text = render("debug", "student_baseline", problem=PROBLEMS["debug"])
     assert "len(xs) < 1" in text and "&lt;" not in text
+
+
+# --------------------------------------------------------------------------
+# Paper wording (Int-Bench App. F; feedback paper App. A.8).  The sentences
+# below are the papers' own, as printed for the brain-teaser domain.
+
+F2_STANDARD = [
+    "You are an expert teacher watching a student attempt a brain teaser.",
+    "Your goal is to teach the student how to solve brain teasers effectively and efficiently.",
+    "You will be shown a brain teaser, portions of the student's reasoning transcript, "
+    "and a reference solution.",
+    "Only you as the teacher have access to the reference solution; the student does not.",
+]
+F2_MECHANICS = [
+    "You will see the reasoning in increments of 50 characters at a time.",
+    "After each increment, you will be asked whether you would like to intervene.",
+    "If you choose not to intervene, you will then receive the next 50 characters, "
+    "along with all previously shown text.",
+    "You may only intervene once.",
+    "If you choose to intervene, the task ends immediately and your intervention message "
+    "will be sent to the student.",
+    "You may also choose not to intervene.",
+    "Your response must follow this format. Do not include any explanations or additional text.",
+]
+F2_ORACLE = [
+    "You are an expert teacher.",
+    "Your goal is to teach the student how to solve brain teasers effectively.",
+    "You will be shown (1) a brain teaser, (2) the full transcript of the student's reasoning "
+    "process, (3) the student's final answer, (4) a reference solution, and (5) whether the "
+    "student's answer is correct/incorrect.",
+    "Your task is to read the student reasoning transcript and decide whether to intervene, "
+    "and if so, when and what you would say.",
+    "You may only intervene once during the student's reasoning process and before the "
+    "student submits their final answer.",
+    "If you choose to intervene, your intervention message will be sent to the student.",
+    "provide the 5 words in the reasoning transcript immediately preceding the point where "
+    "you would intervene in the reasoning transcript (not in the student's final answer).",
+    'Format as a single string: "word1 word2 word3 word4 word5"',
+]
+F8_V1 = "Only intervene if truly necessary."
+F8_V2 = (
+    "Your goal is to enable the student to reason independently and learn, not simply help "
+    "the student get the correct answer quickly. You should only intervene when absolutely "
+    "necessary, and your message should scaffold and guide the student."
+)
+F1_BASELINE = [
+    "Your task is to solve a brain teaser.",
+    "You must think step-by-step and show your full reasoning. Do not summarize it.",
+    "Your response must follow this format. Do not mix your reasoning with the final answer.",
+    "Reasoning: <your step-by-step reasoning>\nFinal Answer: <answer>",
+]
+F3_UPDATE = (
+    "During your reasoning process, a teacher may intervene and provide updates in the format: "
+    "<update>...</update>. Please incorporate the teacher's update into your reasoning process."
+)
+F3_CONTINUE = (
+    "Please continue your reasoning from where you left off, incorporating the teacher's "
+    "feedback, and provide your final answer."
+)
+F3_STOP = (
+    "Please incorporate the teacher's feedback and provide your final answer immediately "
+    "using the format specified in the system prompt."
+)
+F4_JUDGE = [
+    "You are an expert evaluator. You will be given a brain teaser and its solution.",
+    "Your task is to determine whether the candidate solution is correct.",
+    "Verdict: Correct/Incorrect\nExplanation: <One sentence explaining why correct or incorrect.>",
+]
+# Guidance the paper's prompts do not have (it biased phi and tau).
+BIASING = [
+    "unnecessary intervention",
+    "costs them the chance",
+    "only intervene when your help is needed",
+    "never copy it",
+    "state its final answer",
+    "needed no help",
+    "do not intervene",
+]
+
+TEASER = Problem(id="bt/1", domain="brainteaser", question="What has keys but no locks?")
+
+
+def _standard(name: str, reference: str | None = "A piano.", domain: str = "brainteaser"):
+    problem = TEASER if domain == "brainteaser" else PROBLEMS[domain]
+    return render_messages(
+        domain, name, problem=problem, transcript=TRANSCRIPT, chunk_size=50, reference=reference
+    )
+
+
+def _text(messages) -> str:
+    return "\n".join(m["content"] for m in messages)
+
+
+@pytest.mark.parametrize("name", ["teacher_standard", "teacher_standard_append"])
+def test_default_standard_prompt_is_the_papers(name):
+    system, user = _standard(name)
+    for sentence in F2_STANDARD + F2_MECHANICS:
+        assert sentence in system["content"], sentence
+    assert system["content"].endswith(
+        "Intervene: [Yes/No]\nIntervention: <If 'Yes', write your intervention message to the "
+        "student at this moment. If 'No', leave this blank.>"
+    )
+    assert "Student reasoning so far:" in user["content"] and "Reference solution:\nA piano." in (
+        user["content"]
+    )
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("name", ["teacher_standard", "teacher_oracle"])
+def test_default_prompts_carry_no_guidance_the_paper_lacks(domain, name):
+    if name == "teacher_oracle":
+        messages = render_messages(
+            domain, name, **template_vars(name, PROBLEMS[domain])
+        )
+    else:
+        messages = _standard(name, domain=domain)
+    text = _text(messages).lower()
+    for phrase in BIASING + [F8_V1.lower(), "absolutely necessary"]:
+        assert phrase not in text, f"{domain}/{name}: {phrase!r}"
+
+
+def test_oracle_prompt_is_the_papers():
+    messages = render_messages(
+        "brainteaser",
+        "teacher_oracle",
+        problem=TEASER,
+        transcript=TRANSCRIPT,
+        student_answer="a map",
+        verdict="incorrect",
+        reference="A piano.",
+    )
+    system, user = (m["content"] for m in messages)
+    for sentence in F2_ORACLE:
+        assert sentence in system, sentence
+    for field in ("Student reasoning:", "Student final answer:\na map", "Reference solution:"):
+        assert field in user
+    assert user.endswith("Evaluation: Incorrect")
+
+
+@pytest.mark.parametrize(("variant", "section"), [("v1", F8_V1), ("v2", F8_V2)])
+def test_variations_are_the_papers_f8_texts(variant, section):
+    system, user = _standard(TEACHER_PROMPTS[variant])
+    text = system["content"]
+    assert text.startswith("You are watching a user attempt a brain teaser.")
+    assert section in text
+    for sentence in F2_MECHANICS:
+        assert sentence in text, sentence
+    assert "expert teacher" not in text  # the variations replace the Standard role
+    # F.8: the variations share the Standard teacher's user message
+    assert user == _standard("teacher_standard")[1]
+    other = F8_V2 if variant == "v1" else F8_V1
+    assert other not in text
+    if variant == "v1":  # the [Variation 1] slot sits before "You may also choose not to"
+        assert text.index(F8_V1) < text.index("You may also choose not to intervene.")
+    else:  # the [Variation 2] slot sits before the increment mechanics
+        assert text.index(F8_V2) < text.index("You will see the reasoning")
+
+
+def test_teacher_prompt_names():
+    assert TEACHER_PROMPTS == {
+        "paper": "teacher_standard",
+        "v1": "teacher_standard_v1",
+        "v2": "teacher_standard_v2",
+        "append": "teacher_standard_append",
+    }
+
+
+def test_without_a_reference_the_teacher_is_not_told_of_one():
+    system, user = _standard("teacher_standard", reference=None)
+    assert "reference solution" not in system["content"].lower()
+    assert "Reference solution" not in user["content"]
+
+
+def test_student_baseline_asks_for_the_papers_fields():
+    system, user = render_messages("brainteaser", "student_baseline", problem=TEASER)
+    for sentence in F1_BASELINE:
+        assert sentence in system["content"], sentence
+    assert user["content"].startswith("Problem:\nWhat has keys but no locks?")
+
+
+@pytest.mark.parametrize("post", ["continue", "stop"])
+def test_continuation_is_system_user_assistant_user(post):
+    messages = continuation_messages(TEASER, "Reasoning: Keys open locks", MESSAGE, post)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    system, first, reasoning, update = (m["content"] for m in messages)
+    baseline = render_messages("brainteaser", "student_baseline", problem=TEASER)
+    assert system.startswith(baseline[0]["content"]) and system.endswith(F3_UPDATE)
+    assert first == baseline[1]["content"]
+    assert reasoning == "Reasoning: Keys open locks"
+    assert update == f"<update>{MESSAGE}</update>\n" + (F3_CONTINUE if post == "continue" else F3_STOP)
+    # a prefix without the F.1 label gets it
+    unlabelled = continuation_messages(TEASER, "Keys open", MESSAGE, post)
+    assert unlabelled[2]["content"] == "Reasoning: Keys open"
+
+
+def test_judge_prompt_is_the_papers_and_sees_the_final_answer():
+    system, user = render_messages(
+        "brainteaser",
+        "judge",
+        question="What has keys but no locks?",
+        reference="A piano.",
+        response="<student_answer>a piano</student_answer>",
+    )
+    for sentence in F4_JUDGE:
+        assert sentence in system["content"], sentence
+    text = user["content"]
+    assert text.index("Problem:") < text.index("Candidate solution:\n<student_answer>a piano")
+    assert text.index("Candidate solution:") < text.index("Reference solution:\nA piano.")
+
+
+A8_TEACHER_SYSTEM = (
+    "You are a careful tutor. Read the student's latest attempt, identify the most important "
+    "mistake, and give targeted feedback without revealing the final answer."
+)
+A8_RULES = (
+    "Pinpoint the step in which I am making a mistake.\n"
+    "Provide the most informative piece of information for me to succeed on the next try, "
+    "without telling me the final answer.\n"
+    "You may reason about the mistake first inside <think>...</think> tags.\n"
+    "Your final feedback message must appear exactly once inside <feedback>...</feedback> tags.\n"
+    "\nReturn only:\n<feedback>\nyour feedback\n</feedback>"
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "context"),
+    [
+        ("none", "You do not have access to the ground truth solution or final answer."),
+        ("answer", "Here is the ground-truth final answer:\nREF"),
+        ("solution", "Here is the ground-truth solution:\nREF"),
+    ],
+)
+def test_feedback_teacher_prompt_is_the_papers_a8(kind, context):
+    system, user = render_messages(
+        "omni_math",
+        "feedback_teacher",
+        problem=PROBLEMS["omni_math"],
+        history=[],
+        latest_attempt="ATTEMPT",
+        execution_context=None,
+        reference="REF",
+        reference_kind=kind,
+    )
+    assert system["content"] == A8_TEACHER_SYSTEM
+    question = PROBLEMS["omni_math"].question
+    assert user["content"] == (
+        f"I am trying to solve this question:\n{question}\n\n"
+        f"Here is my current attempt:\nATTEMPT\n\n{context}\n\n{A8_RULES}"
+    )
+
+
+def test_feedback_student_prompts_are_the_papers_a8():
+    problem = PROBLEMS["omni_math"]
+    system, user = render_messages("omni_math", "feedback_student", problem=problem)
+    assert system["content"] == "You are a mathematician solving competition-level math problems."
+    fmt = answer_format("omni_math", problem=problem)
+    assert user["content"] == (
+        f"Problem:\n{problem.question}\n\nSolve the problem carefully.\n\n"
+        f"You may reason in <think>...</think>. {fmt}"
+    )
+    with_feedback = render(
+        "omni_math", "feedback_student_retry", problem=problem, history=HISTORY[:1],
+        feedback_text="FB",
+    )
+    assert with_feedback.endswith(
+        "Feedback:\nFB\n\nRevise your previous solution so it uses the feedback.\n\n"
+        f"You may reason in <think>...</think>. {fmt}"
+    )
+    plain = render(
+        "omni_math", "feedback_student_retry", problem=problem, history=HISTORY[:1],
+        feedback_text=None,
+    )
+    assert plain.endswith(
+        "Revise your previous solution and produce a corrected solution.\n\n"
+        f"You may reason in <think>...</think>. {fmt}"
+    )
+
+
+@pytest.mark.parametrize("folder", ["monitor", "judge", "feedback"])
+def test_paper_template_headers_name_their_section(folder):
+    for path in sorted((prompting.TEMPLATE_DIR / folder).glob("[!_]*.j2")):
+        text = path.read_text(encoding="utf-8")
+        if text.startswith("{% include"):  # a system prompt that is one shared partial
+            continue
+        header = text.split("#}", 1)[0]
+        assert header.startswith("{#"), f"{path.name} has no header"
+        assert any(word in header for word in ("App.", "IntBench", "paper")), path.name

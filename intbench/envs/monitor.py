@@ -73,10 +73,13 @@ CONDITIONS = ("standard", "oracle")
 POST_STRATEGIES = ("continue", "stop")
 TEACHER_PROMPTS = {
     "paper": "teacher_standard",
+    "v1": "teacher_standard_v1",
     "v2": "teacher_standard_v2",
-    "v3": "teacher_standard_v3",
     "append": "teacher_standard_append",
 }
+"""``teacher_prompt`` name -> Standard teacher template: the paper's prompt
+(Int-Bench App. F.2), its two sensitivity-study variations (App. F.8,
+Table 10) and the append-only layout of the paper's prompt."""
 
 VERDICT_CODES = {"incorrect": 0, "correct": 1}
 HIDDEN = 2
@@ -93,10 +96,10 @@ class MonitorOptions(EnvOptions):
         post: after an intervention the student ``"continue"``s its reasoning or
             must ``"stop"`` and answer at once [``"continue"``].
         teacher_access: the teacher sees the reference solution [True].
-        teacher_prompt: ``"paper"`` (reference after the transcript, as in the
-            paper), ``"v2"``/``"v3"`` (the sensitivity-study variants) or
-            ``"append"`` (reference and output format first, so prompts share
-            a growing prefix) [``"paper"``].
+        teacher_prompt: ``"paper"`` (the paper's Standard prompt, App. F.2),
+            ``"v1"``/``"v2"`` (the paper's Variation 1 and 2, App. F.8) or
+            ``"append"`` (the paper's prompt with the reference before the
+            transcript, so prompts share a growing prefix) [``"paper"``].
         reward: ``"helpfulness"``, ``"success"``, ``"pedagogical"`` or a
             ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"helpfulness"``].
     """
@@ -303,15 +306,8 @@ class MonitorEnv(FlowEnv):
             episode.intervention = intervention
             if applied:
                 started = time.perf_counter()
-                template = (
-                    "student_continue" if self.options.post == "continue" else "student_stop_answer"
-                )
-                messages = render_messages(
-                    self._problem.domain,
-                    template,
-                    problem=self._problem,
-                    prefix=self._trace[:position],
-                    message=message,
+                messages = continuation_messages(
+                    self._problem, self._trace[:position], message, self.options.post
                 )
                 sampling = replace(self.student_sampling, seed=self._draw_seed())
                 completion = yield flows.Generate("student", messages, sampling)
@@ -418,6 +414,25 @@ class MonitorEnv(FlowEnv):
 
 
 _MARKER = "\x00TRANSCRIPT\x00"
+
+POST_TEMPLATES = {"continue": "student_continue", "stop": "student_stop_answer"}
+
+
+def continuation_messages(problem: Problem, prefix: str, message: str, post: str) -> list[dict]:
+    """The student's post-intervention conversation (Int-Bench App. F.3).
+
+    System (the baseline system prompt plus the update instruction), user 1
+    (the baseline user message), assistant (``Reasoning:`` and the reasoning
+    revealed before the intervention) and user 2 (the teacher's message in
+    ``<update>`` tags, then "continue" or, for ``post="stop"``, "answer now").
+    """
+    system, update = render_messages(
+        problem.domain, POST_TEMPLATES[post], problem=problem, message=message
+    )
+    question = render_messages(problem.domain, "student_baseline", problem=problem)[-1]
+    # A trace in the F.1 format already starts with its "Reasoning:" label.
+    label = "" if prefix.lstrip().startswith("Reasoning:") else "Reasoning: "
+    return [system, question, {"role": "assistant", "content": label + prefix}, update]
 
 
 def _split_on_marker(messages: list[dict]) -> list[tuple[str, list[str]]]:
