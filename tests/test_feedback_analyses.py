@@ -14,6 +14,7 @@ from intbench.metrics.feedback_analyses import (
     access_lift,
     control_means,
     feedback_controls,
+    feedback_curves,
     history_lift,
     marginal_gains,
 )
@@ -71,7 +72,7 @@ def _records() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def feedback():
-    return summarize(_records(), samples=SAMPLES).feedback
+    return feedback_curves(_records())
 
 
 DEFAULT = ("math", K, "1", "none", "feedback")
@@ -156,7 +157,7 @@ def test_access_lift_by_hand(feedback):
 
 def test_access_lift_needs_the_baseline_access():
     records = [r for r in _records() if r["config"]["teacher_reference"] == "answer"]
-    assert access_lift(summarize(records, samples=SAMPLES).feedback) == []
+    assert access_lift(feedback_curves(records)) == []
 
 
 def test_matrix_summary_means_and_ses_over_students():

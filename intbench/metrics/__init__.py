@@ -8,7 +8,8 @@ summaries and tables; ``intbench eval``, ``intbench matrix`` and
 
 * :mod:`~intbench.metrics.monitor`: φ, τ, H and the transition rates.
 * :mod:`~intbench.metrics.feedback`: acc@k, gains and AUC;
-  :mod:`~intbench.metrics.matrix` the student x teacher matrices.
+  :mod:`~intbench.metrics.matrix` the student x teacher matrices;
+  :mod:`~intbench.metrics.feedback_analyses` the controls, marginal gains and lifts.
 * :mod:`~intbench.metrics.tutor`: solve rate, solo rate, withheld messages, transfer.
 * :mod:`~intbench.metrics.generalization`: accuracy and G (Int-Bench §3.5) on variant problems.
 * :mod:`~intbench.metrics.table`: :class:`Table`, rendered as Markdown, CSV or text.
@@ -28,6 +29,13 @@ from intbench.metrics.feedback import (
     first_step_gain,
     gain,
     normalized_gain,
+)
+from intbench.metrics.feedback_analyses import (
+    access_lift,
+    feedback_controls,
+    feedback_curves,
+    history_lift,
+    marginal_gains,
 )
 from intbench.metrics.generalization import (
     GeneralizationKey,
@@ -84,10 +92,13 @@ __all__ = [
     "Table",
     "TutorKey",
     "acc_at_k",
+    "access_lift",
     "auc",
     "best_minus_worst",
     "bootstrap",
     "by_problem",
+    "feedback_controls",
+    "feedback_curves",
     "feedback_summary",
     "feedback_table",
     "first_step_gain",
@@ -98,7 +109,9 @@ __all__ = [
     "generalization_summary",
     "generalization_table",
     "helpfulness",
+    "history_lift",
     "leak_rate",
+    "marginal_gains",
     "monitor_key",
     "monitor_summary",
     "monitor_table",

@@ -1,4 +1,7 @@
-"""Analyses across feedback groups (feedback paper §4.1, §4.3), from the groups' summaries.
+"""Analyses across feedback groups (feedback paper §4.1, §4.3), from episode records.
+
+Each analysis reads the acc@1..acc@K curve of every feedback group
+(:func:`feedback_curves`, errors excluded), e.g. ``history_lift(feedback_curves(records))``.
 
 * Feedback controls (Table 1, Table 7): per student, acc@K and gain@K under
   self-refinement (``mode="self_refine"``), self-feedback (the matrix
@@ -27,11 +30,19 @@ from typing import Any
 import numpy as np
 
 from intbench.metrics.estimate import mean_and_se
-from intbench.metrics.feedback import SETTINGS, FeedbackKey
+from intbench.metrics.feedback import (
+    SETTINGS,
+    FeedbackKey,
+    acc_at_k,
+    auc,
+    feedback_episode_groups,
+    gain,
+)
+from intbench.metrics.groups import Records, split_errors
 from intbench.metrics.matrix import DEFAULT_SETTING
 from intbench.metrics.table import Table
 
-Summaries = dict[FeedbackKey, dict]
+Curves = dict[FeedbackKey, list[float]]
 LIFT_METRICS = ("auc", "acc@K")
 HISTORY = ("history",)
 ACCESS = ("teacher_reference", "execution_context")
@@ -39,10 +50,19 @@ BASELINE_ACCESS = ("none", DEFAULT_SETTING[2])
 """The dense matrix's access: no reference, the env's default execution context."""
 
 
-def point(summary: dict, metric: str) -> float:
-    """A group's point value of ``acc@K``, ``gain`` or ``auc``."""
-    name = f"acc@{summary['k_max']}" if metric == "acc@K" else metric
-    return summary[name].value
+def feedback_curves(episodes: Records) -> Curves:
+    """The acc@1..acc@K curve of every feedback group with usable episodes."""
+    curves = {}
+    for key, group in feedback_episode_groups(episodes).items():
+        usable, _ = split_errors(group)
+        if usable:
+            curves[key] = acc_at_k(usable, key.k_max)
+    return curves
+
+
+def point(curve: list[float], metric: str) -> float:
+    """A group's ``acc@K``, ``gain`` or ``auc``."""
+    return {"acc@K": curve[-1], "gain": gain(curve), "auc": auc(curve)}[metric]
 
 
 def _context(key: FeedbackKey) -> tuple:
@@ -51,20 +71,20 @@ def _context(key: FeedbackKey) -> tuple:
 
 
 # ---------------------------------------------------------- feedback controls
-def feedback_controls(feedback: Summaries) -> dict[tuple, dict[str, Any]]:
+def feedback_controls(curves: Curves) -> dict[tuple, dict[str, Any]]:
     """Per (domain, K, settings, student): self-refinement, self-feedback and best feedback.
 
     Each condition is ``(acc@K, gain@K)`` or ``None`` when it was not run;
     ``best_teacher`` names the teacher of the best feedback.
     """
-    teachers: dict[tuple, dict[str, dict]] = defaultdict(dict)
-    refine: dict[tuple, dict] = {}
-    for key, summary in feedback.items():
+    teachers: dict[tuple, dict[str, list[float]]] = defaultdict(dict)
+    refine: dict[tuple, list[float]] = {}
+    for key, curve in curves.items():
         cell = (*_context(key), key.student)
         if key.mode == "teacher":
-            teachers[cell][key.teacher] = summary
+            teachers[cell][key.teacher] = curve
         elif key.mode == "self_refine":
-            refine[cell] = summary
+            refine[cell] = curve
     controls = {}
     for cell in sorted(set(teachers) | set(refine)):
         by_teacher = teachers.get(cell, {})
@@ -78,8 +98,8 @@ def feedback_controls(feedback: Summaries) -> dict[tuple, dict[str, Any]]:
     return controls
 
 
-def _acc_and_gain(summary: dict | None) -> tuple[float, float] | None:
-    return None if summary is None else (point(summary, "acc@K"), point(summary, "gain"))
+def _acc_and_gain(curve: list[float] | None) -> tuple[float, float] | None:
+    return None if curve is None else (point(curve, "acc@K"), point(curve, "gain"))
 
 
 CONTROLS = ("self_refine", "self_feedback", "best_feedback")
@@ -103,9 +123,9 @@ def control_means(controls: dict[tuple, dict[str, Any]]) -> dict[tuple, dict[str
     return means
 
 
-def feedback_controls_table(feedback: Summaries) -> Table:
+def feedback_controls_table(curves: Curves) -> Table:
     """Table 7's per-student rows, then Table 1's mean over complete students."""
-    controls = feedback_controls(feedback)
+    controls = feedback_controls(curves)
     rows: list[list[Any]] = []
     for cell, row in controls.items():
         if row["self_refine"] is None and row["self_feedback"] is None:
@@ -135,16 +155,16 @@ def feedback_controls_table(feedback: Summaries) -> Table:
 
 
 # ---------------------------------------------------------- marginal gain per turn
-def marginal_gains(feedback: Summaries) -> dict[tuple, dict[str, Any]]:
+def marginal_gains(curves: Curves) -> dict[tuple, dict[str, Any]]:
     """Per (domain, K, settings) with K >= 2 and a matrix (two or more student-teacher
     pairs): the mean over pairs of acc@k − acc@(k−1) for k = 2..K, with SEs over pairs,
     and each attempt's cumulative share of the pairs' mean gain@K."""
-    curves: dict[tuple, list[list[float]]] = defaultdict(list)
-    for key, summary in feedback.items():
+    by_context: dict[tuple, list[list[float]]] = defaultdict(list)
+    for key, curve in curves.items():
         if key.mode == "teacher" and key.k_max >= 2:
-            curves[_context(key)].append(summary["acc"])
+            by_context[_context(key)].append(curve)
     result = {}
-    for context, group in sorted(curves.items()):
+    for context, group in sorted(by_context.items()):
         if len(group) < 2:
             continue  # Fig. 4 averages over a matrix's pairs
         steps = np.diff(np.asarray(group, dtype=float), axis=1)
@@ -156,11 +176,11 @@ def marginal_gains(feedback: Summaries) -> dict[tuple, dict[str, Any]]:
     return result
 
 
-def marginal_gain_table(feedback: Summaries) -> Table:
+def marginal_gain_table(curves: Curves) -> Table:
     """One row per attempt k >= 2 of each domain, K and setting."""
     rows = [
         [*context, k, mean, se, share, found["pairs"]]
-        for context, found in marginal_gains(feedback).items()
+        for context, found in marginal_gains(curves).items()
         for k, ((mean, se), share) in enumerate(
             zip(found["per_turn"], found["cumulative_share"], strict=True), start=2
         )
@@ -188,7 +208,7 @@ def marginal_gain_table(feedback: Summaries) -> Table:
 
 # ---------------------------------------------------------- setting lifts
 def setting_lifts(
-    feedback: Summaries, varied: tuple[str, ...], baseline: Callable[[list[tuple]], tuple | None]
+    curves: Curves, varied: tuple[str, ...], baseline: Callable[[list[tuple]], tuple | None]
 ) -> list[dict[str, Any]]:
     """Matched lifts of every value of the ``varied`` settings over the ``baseline`` one.
 
@@ -199,13 +219,15 @@ def setting_lifts(
     the other settings, and pooled over them (``"all"``) when there are several.
     """
     fixed_names = [n for n in SETTINGS if n not in varied]
-    cells: dict[tuple, dict[tuple, dict[tuple, dict]]] = defaultdict(lambda: defaultdict(dict))
-    for key, summary in feedback.items():
+    cells: dict[tuple, dict[tuple, dict[tuple, list[float]]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for key, curve in curves.items():
         value = tuple(getattr(key, n) for n in varied)
         if key.mode != "teacher" or "unknown" in value:
             continue
         fixed = tuple(getattr(key, n) for n in fixed_names)
-        cells[(key.domain, key.k_max)][value][(fixed, key.student, key.teacher)] = summary
+        cells[(key.domain, key.k_max)][value][(fixed, key.student, key.teacher)] = curve
     rows = []
     for (domain, k_max), by_value in sorted(cells.items()):
         reference = baseline(list(by_value))
@@ -256,14 +278,14 @@ def baseline_access(values: list[tuple]) -> tuple | None:
     return BASELINE_ACCESS if BASELINE_ACCESS in values else None
 
 
-def history_lift(feedback: Summaries) -> list[dict[str, Any]]:
+def history_lift(curves: Curves) -> list[dict[str, Any]]:
     """§4.3 RF5: every history against the shortest one, matched cells."""
-    return setting_lifts(feedback, HISTORY, smallest_history)
+    return setting_lifts(curves, HISTORY, smallest_history)
 
 
-def access_lift(feedback: Summaries) -> list[dict[str, Any]]:
+def access_lift(curves: Curves) -> list[dict[str, Any]]:
     """§4.3 RF6: every teacher reference / execution context against the dense matrix's."""
-    return setting_lifts(feedback, ACCESS, baseline_access)
+    return setting_lifts(curves, ACCESS, baseline_access)
 
 
 def _lift_table(name: str, title: str, varied: str, fixed: str, rows: list[dict]) -> Table:
@@ -291,32 +313,33 @@ def _lift_table(name: str, title: str, varied: str, fixed: str, rows: list[dict]
     )
 
 
-def history_lift_table(feedback: Summaries) -> Table:
+def history_lift_table(curves: Curves) -> Table:
     return _lift_table(
         "feedback_history_lift",
         "History lift over the shortest history (feedback paper §4.3, Fig. 7)",
         "history",
         "teacher reference/execution context",
-        history_lift(feedback),
+        history_lift(curves),
     )
 
 
-def access_lift_table(feedback: Summaries) -> Table:
+def access_lift_table(curves: Curves) -> Table:
     return _lift_table(
         "feedback_access_lift",
         "Information-access lift over no reference (feedback paper §4.3, Figs. 7, 18)",
         "teacher reference/execution context",
         "history",
-        access_lift(feedback),
+        access_lift(curves),
     )
 
 
-def feedback_analysis_tables(feedback: Summaries) -> list[Table]:
+def feedback_analysis_tables(episodes: Records) -> list[Table]:
     """The analyses whose runs are present (tables with rows)."""
+    curves = feedback_curves(episodes)
     tables = (
-        feedback_controls_table(feedback),
-        marginal_gain_table(feedback),
-        history_lift_table(feedback),
-        access_lift_table(feedback),
+        feedback_controls_table(curves),
+        marginal_gain_table(curves),
+        history_lift_table(curves),
+        access_lift_table(curves),
     )
     return [table for table in tables if table.rows]

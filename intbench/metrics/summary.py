@@ -71,7 +71,7 @@ def summarize(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> Summary:
         summary.matrices = build_matrices(summary.feedback, groups)
         summary.tables.append(feedback_table(summary.feedback))
         summary.tables += [t for matrix in summary.matrices for t in matrix_tables(matrix)]
-        summary.tables += feedback_analysis_tables(summary.feedback)
+        summary.tables += feedback_analysis_tables(feedback)
     if tutor := by_protocol.pop("tutor", None):
         summary.tutor = tutor_groups(tutor, samples)
         summary.tables.append(tutor_table(summary.tutor))
