@@ -36,7 +36,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from intbench.agents.base import ChatBackend, Conversation, SamplingParams
@@ -333,26 +333,19 @@ class KVCacheDecider:
         return out
 
 
+@dataclass(eq=False, repr=False)
 class NaiveDecider:
     """The reference: render the whole prompt and ``generate()`` the whole
     teacher output at every increment, then parse it.  Used by tests and the
     prefix-reuse benchmark to check the incremental deciders."""
 
-    def __init__(
-        self,
-        model: Any,
-        tokenizer: Any,
-        *,
-        max_new_tokens: int = 129,
-        decision_prefix: str = DECISION_PREFIX,
-        render: RenderFn | None = None,
-    ) -> None:
-        self.model = model
-        self.render = render
-        self.tokenizer = tokenizer
-        self.max_new_tokens = max_new_tokens
-        self.decision_prefix = decision_prefix
-        self.stats = DecisionStats()
+    model: Any
+    tokenizer: Any
+    _: KW_ONLY
+    max_new_tokens: int = 129
+    decision_prefix: str = DECISION_PREFIX
+    render: RenderFn | None = None
+    stats: DecisionStats = field(default_factory=DecisionStats, init=False)
 
     def decide(self, messages: Conversation) -> DecisionResult:
         """Greedy full generation for ``messages``; the decision is parsed from the text."""
@@ -403,6 +396,7 @@ def _flatten(messages: Conversation) -> str:
     return json.dumps(messages, ensure_ascii=False)[:-1]  # drop "]" so prompts can extend
 
 
+@dataclass(eq=False, repr=False)
 class ServerDecider:
     """Monitor decisions through any chat backend, shaped for server prefix caching.
 
@@ -415,22 +409,14 @@ class ServerDecider:
     wait, so a decision never comes without a message.
     """
 
-    def __init__(
-        self,
-        backend: ChatBackend,
-        *,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        decision_max_tokens: int = 6,
-        message_max_tokens: int = 256,
-    ) -> None:
-        self.backend = backend
-        self.temperature = temperature
-        self.seed = seed
-        self.decision_max_tokens = decision_max_tokens
-        self.message_max_tokens = message_max_tokens
-        self.stats = DecisionStats()
-        self._previous = ""
+    backend: ChatBackend
+    _: KW_ONLY
+    temperature: float = 0.0
+    seed: int | None = None
+    decision_max_tokens: int = 6
+    message_max_tokens: int = 256
+    stats: DecisionStats = field(default_factory=DecisionStats, init=False)
+    _previous: str = field(default="", init=False)  # the last prompt, flattened
 
     def reset(self) -> None:
         """Start a new episode."""

@@ -205,7 +205,8 @@ class EnvOptions:
     first ``reset``.
 
     Args (defaults in brackets):
-        domain: problem domain, set by the registered id [``"math"``].
+        domain: problem domain, set by the registered id; an env built from
+            ``problems`` of one domain may leave it out.
         student: model spec or backend for the student [``"smollm2"``].
         source, split, n, data_seed: where problems come from
             [``"offline"``, domain default, all, 0]; or pass ``problems``.
@@ -221,7 +222,7 @@ class EnvOptions:
         render_mode: None or ``"ansi"``.
     """
 
-    domain: str = "math"
+    domain: str | None = None
     student: str | ChatBackend = "smollm2"
     source: str = "offline"
     split: str | None = None
@@ -235,8 +236,19 @@ class EnvOptions:
     render_mode: str | None = None
 
     def __post_init__(self) -> None:
+        if self.domain is None:
+            self.domain = self._problems_domain()
         if self.render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {self.render_mode!r}")
+
+    def _problems_domain(self) -> str:
+        """The one domain of the given ``problems``: there is no default domain."""
+        domains = {
+            p.domain if isinstance(p, Problem) else p.get("domain") for p in self.problems or ()
+        }
+        if len(domains) != 1 or None in domains:
+            raise ValueError("domain is required unless the problems given share one domain")
+        return domains.pop()
 
 
 def message_action_space() -> spaces.Dict:

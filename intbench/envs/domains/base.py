@@ -260,3 +260,13 @@ def as_list(value: Any) -> list:
 def provenance(source: str, split: str, license: str, upstream: str, **more: Any) -> dict:
     """The metadata every problem carries about where it came from."""
     return {"source": source, "split": split, "license": license, "upstream": upstream, **more}
+
+
+def hub_provenance(
+    hub_id: str, split: str, license: str, upstream: str | None = None, **more: Any
+) -> dict:
+    """:func:`provenance` of a row of the hub dataset ``hub_id``, or of a local file in its
+    schema (split ``"local"``); ``upstream`` defaults to the dataset's hub page."""
+    source = hub_id if split != "local" else "local"
+    upstream = upstream or f"https://huggingface.co/datasets/{hub_id}"
+    return provenance(source, split, license, upstream, **more)

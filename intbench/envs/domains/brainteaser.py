@@ -12,7 +12,14 @@ Offline: the 386 riddle -> answer pairs of ``pyriddle`` (MIT).
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, as_list, provenance
+from intbench.envs.domains.base import (
+    BUILTIN_TEMPLATES,
+    Domain,
+    HubRef,
+    as_list,
+    hub_provenance,
+    provenance,
+)
 from intbench.records import Problem
 
 HUB_ID = "ChenLiu1996/Brainteaser"
@@ -45,11 +52,10 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
         answer=answer,
         solution=explanation,
         fields={"aliases": [str(a) for a in as_list(row.get("aliases"))]},
-        metadata=provenance(
-            HUB_ID if split != "local" else "local",
+        metadata=hub_provenance(
+            HUB_ID,
             split,
             "see dataset card",
-            f"https://huggingface.co/datasets/{HUB_ID}",
             category=row.get("category"),
             difficulty=row.get("difficulty"),
         ),

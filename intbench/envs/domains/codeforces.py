@@ -26,6 +26,7 @@ from intbench.envs.domains.base import (
     HubRef,
     SkipRow,
     as_list,
+    hub_provenance,
     provenance,
 )
 from intbench.envs.domains.registry import EloConfig
@@ -96,11 +97,10 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
         question=_codeforces_question(row),
         tests=tests,
         fields={"editorial": row.get("editorial")},
-        metadata=provenance(
-            HUB_ID if split != "local" else "local",
+        metadata=hub_provenance(
+            HUB_ID,
             split,
             HUB_LICENSE,
-            f"https://huggingface.co/datasets/{HUB_ID}",
             rating=row.get("rating"),
             difficulty=row.get("rating"),
             tags=as_list(row.get("tags")),

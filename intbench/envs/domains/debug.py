@@ -27,7 +27,14 @@ import logging
 import os
 from pathlib import Path
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, as_list, provenance
+from intbench.envs.domains.base import (
+    BUILTIN_TEMPLATES,
+    Domain,
+    HubRef,
+    as_list,
+    hub_provenance,
+    provenance,
+)
 from intbench.envs.domains.bug_injection import iter_bugs
 from intbench.envs.domains.codeforces import (
     HUMANEVAL_LICENSE,
@@ -87,11 +94,10 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
             "original_code": row.get("solution"),
             "bug_explanation": row.get("bug_explanation"),
         },
-        metadata=provenance(
-            HUB_ID if split != "local" else "local",
+        metadata=hub_provenance(
+            HUB_ID,
             split,
             HUB_LICENSE,
-            f"https://huggingface.co/datasets/{HUB_ID}",
             language=row.get("language"),
             difficulty=row.get("level"),
             category=row.get("category"),

@@ -10,7 +10,7 @@ skipped; local files may omit ``task``.
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, SkipRow, provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, SkipRow, hub_provenance
 from intbench.envs.domains.registry import ProceduralVariants
 from intbench.records import Problem
 
@@ -29,8 +29,8 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
         domain="linguini",
         question=str(row["input"]),
         answer=str(row["target"]),
-        metadata=provenance(
-            HUB_ID if split != "local" else "local",
+        metadata=hub_provenance(
+            HUB_ID,
             split,
             LICENSE,
             "https://github.com/google-deepmind/bbeh",

@@ -7,7 +7,9 @@ dataset card/files): ``problem``, ``solution``, ``answer``, ``subject``,
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, provenance
+from typing import Any
+
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, hub_provenance
 from intbench.envs.domains.registry import EloConfig, ProceduralVariants
 from intbench.records import Problem
 
@@ -15,27 +17,33 @@ HUB_ID = "HuggingFaceH4/MATH-500"
 LICENSE = "MIT"
 
 
-def row_to_problem(row: dict, split: str, index: int) -> Problem:
-    """Map a MATH-500 row to a Problem (``answer`` is the LaTeX reference answer)."""
-    uid = str(row.get("unique_id") or index)
+def math_row_problem(domain: str, key: str, row: dict, metadata: dict) -> Problem:
+    """A Problem of ``domain`` from a row in the MATH columns: ``problem``, the LaTeX
+    reference ``answer`` and the worked ``solution``."""
     return Problem(
-        id=f"math/{split}/{uid}",
-        domain="math",
+        id=f"{domain}/{key}",
+        domain=domain,
         question=str(row["problem"]),
         answer=str(row["answer"]),
         solution=row.get("solution"),
-        metadata=provenance(
-            HUB_ID if split != "local" else "local",
-            split,
-            LICENSE,
-            f"https://huggingface.co/datasets/{HUB_ID}",
-            subject=row.get("subject"),
-            level=row.get("level"),
-            difficulty=row.get("level"),
-            topic=row.get("subject"),
-            unique_id=uid,
-        ),
+        metadata=metadata,
     )
+
+
+def row_to_problem(row: dict, split: str, index: int) -> Problem:
+    """Map a MATH-500 row to a Problem (``answer`` is the LaTeX reference answer)."""
+    uid = str(row.get("unique_id") or index)
+    metadata = hub_provenance(
+        HUB_ID,
+        split,
+        LICENSE,
+        subject=row.get("subject"),
+        level=row.get("level"),
+        difficulty=row.get("level"),
+        topic=row.get("subject"),
+        unique_id=uid,
+    )
+    return math_row_problem("math", f"{split}/{uid}", row, metadata)
 
 
 def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
@@ -50,27 +58,35 @@ def boxed_answer(problem: Problem) -> str:
     return f"\\boxed{{{problem.answer}}}"
 
 
-DOMAIN = Domain(
+def boxed_math_domain(**spec: Any) -> Domain:
+    """A competition-math domain: a final answer in \\boxed{}, graded and leak-checked as
+    math, and procedural problems with exact variants."""
+    return Domain(
+        kind="text",
+        # Feedback paper / Int-Bench math format: the final answer in \boxed{}.
+        answer_format="End with exactly one final line containing your answer in the form \\boxed{your answer}.",
+        verifier="intbench.verifiers.math:verify_math",
+        leak_check="intbench.verifiers.leakage:math_leaked",
+        procedural=True,
+        procedural_variants=ProceduralVariants(
+            make_variant="intbench.envs.domains.generators.math_problems:make_math_variant",
+            rebuild="intbench.envs.domains.generators.math_problems:rebuild_math",
+            reference_response=boxed_answer,
+        ),
+        **spec,
+    )
+
+
+DOMAIN = boxed_math_domain(
     name="math",
     env_name="Math",
     description="competition math (MATH-500 style), LaTeX final answers",
-    kind="text",
-    # Feedback paper / Int-Bench math format: the final answer in \boxed{}.
-    answer_format="End with exactly one final line containing your answer in the form \\boxed{your answer}.",
-    verifier="intbench.verifiers.math:verify_math",
-    leak_check="intbench.verifiers.leakage:math_leaked",
     templates=BUILTIN_TEMPLATES / "math",
     hub={"test": HubRef(HUB_ID, "test")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test", "train"),
     offline_source="procedural MATH-style generator (intbench-procedural)",
-    procedural=True,
-    procedural_variants=ProceduralVariants(
-        make_variant="intbench.envs.domains.generators.math_problems:make_math_variant",
-        rebuild="intbench.envs.domains.generators.math_problems:rebuild_math",
-        reference_response=boxed_answer,
-    ),
     # KITE App. C.8, math: K=0.8, S=1, ratings in [1, 10], next task 0.75-1.25 above.
     # The paper rates problems on the AoPS scale; a MATH level L is placed at
     # 2.5 + 0.75 (L - 3), i.e. levels 1-5 at 1.0-4.0, and a new student at 2.5

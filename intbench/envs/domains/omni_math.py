@@ -8,9 +8,8 @@ of strings such as ``"Mathematics -> Algebra -> ..."``), ``difficulty``
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, as_list, provenance
-from intbench.envs.domains.math import boxed_answer
-from intbench.envs.domains.registry import ProceduralVariants
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, HubRef, as_list, hub_provenance
+from intbench.envs.domains.math import boxed_math_domain, math_row_problem
 from intbench.records import Problem
 
 HUB_ID = "KbsdJames/Omni-MATH"
@@ -20,22 +19,15 @@ LICENSE = "Apache-2.0"
 def row_to_problem(row: dict, split: str, index: int) -> Problem:
     """Map an Omni-MATH row to a Problem; ``difficulty`` stays a float."""
     difficulty = row.get("difficulty")
-    return Problem(
-        id=f"omni_math/{split}/{index}",
-        domain="omni_math",
-        question=str(row["problem"]),
-        answer=str(row["answer"]),
-        solution=row.get("solution"),
-        metadata=provenance(
-            HUB_ID if split != "local" else "local",
-            split,
-            LICENSE,
-            f"https://huggingface.co/datasets/{HUB_ID}",
-            difficulty=float(difficulty) if difficulty is not None else None,
-            domain=as_list(row.get("domain")),
-            competition=row.get("source"),
-        ),
+    metadata = hub_provenance(
+        HUB_ID,
+        split,
+        LICENSE,
+        difficulty=float(difficulty) if difficulty is not None else None,
+        domain=as_list(row.get("domain")),
+        competition=row.get("source"),
     )
+    return math_row_problem("omni_math", f"{split}/{index}", row, metadata)
 
 
 def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
@@ -45,26 +37,15 @@ def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
     return generate_omni_math(n, seed=seed, split=split)
 
 
-DOMAIN = Domain(
+DOMAIN = boxed_math_domain(
     name="omni_math",
     env_name="OmniMath",
     description="olympiad-level math (Omni-MATH), LaTeX final answers",
-    kind="text",
-    # Feedback paper / Int-Bench math format: the final answer in \boxed{}.
-    answer_format="End with exactly one final line containing your answer in the form \\boxed{your answer}.",
-    verifier="intbench.verifiers.math:verify_math",
-    leak_check="intbench.verifiers.leakage:math_leaked",
     templates=BUILTIN_TEMPLATES / "omni_math",
     hub={"test": HubRef(HUB_ID, "test")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test", "train"),
     offline_source="procedural olympiad-style generator (intbench-procedural)",
-    procedural=True,
-    procedural_variants=ProceduralVariants(
-        make_variant="intbench.envs.domains.generators.math_problems:make_math_variant",
-        rebuild="intbench.envs.domains.generators.math_problems:rebuild_math",
-        reference_response=boxed_answer,
-    ),
     license=LICENSE,
 )
