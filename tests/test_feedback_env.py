@@ -62,7 +62,7 @@ def test_right_on_attempt_three_ends_at_step_three():
     env = make(CountingStudent(right_at=3))
     steps, reward, info = run_episode(env, {"intervene": 1, "message": "Check 17*3 again."})
     assert steps == 3 and reward == 1.0
-    record = info["episode"]
+    record = info["record"]
     assert record["solved_at"] == 3 and len(record["attempts"]) == 3
     assert [f["message"] for f in record["feedback"]] == ["Check 17*3 again."] * 2
     assert [a["verdict"]["status"] for a in record["attempts"]] == [
@@ -75,7 +75,7 @@ def test_right_on_attempt_three_ends_at_step_three():
 def test_k_max_ends_unsolved_and_auc_reward():
     env = make(CountingStudent(right_at=99), k_max=4)
     steps, reward, info = run_episode(env, 0)
-    assert steps == 4 and reward == 0.0 and info["episode"]["solved_at"] is None
+    assert steps == 4 and reward == 0.0 and info["record"]["solved_at"] is None
     env = make(CountingStudent(right_at=2), k_max=4, reward="auc")
     steps, reward, _ = run_episode(env, 0)
     assert steps == 2 and reward == pytest.approx(3 / 4)
@@ -130,22 +130,22 @@ def test_answer_reference_reaches_only_the_teacher():
 def test_leaking_feedback_is_flagged():
     env = make(CountingStudent(right_at=2))
     _, _, info = run_episode(env, {"intervene": 1, "message": "The product is 51."})
-    assert info["episode"]["feedback"][0]["leaked"] is True
+    assert info["record"]["feedback"][0]["leaked"] is True
 
 
 def test_modes_self_refine_and_self_feedback():
     student = CountingStudent(right_at=3)
     env = make(student, mode="self_refine")
     steps, _, info = run_episode(env, {"intervene": 1, "message": "ignored"})
-    assert steps == 3 and all(f["message"] is None for f in info["episode"]["feedback"])
-    assert info["episode"]["condition"] == "self_refine"
+    assert steps == 3 and all(f["message"] is None for f in info["record"]["feedback"])
+    assert info["record"]["condition"] == "self_refine"
 
     student = CountingStudent(right_at=3)
     env = make(student, mode="self_feedback")
     steps, _, info = run_episode(env, 0)
     assert steps == 3
-    assert [f["source"] for f in info["episode"]["feedback"]] == ["self", "self"]
-    assert info["episode"]["feedback"][0]["message"] == "Recheck the multiplication."
+    assert [f["source"] for f in info["record"]["feedback"]] == ["self", "self"]
+    assert info["record"]["feedback"][0]["message"] == "Recheck the multiplication."
 
 
 def test_raw_text_and_malformed_actions():

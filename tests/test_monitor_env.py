@@ -70,7 +70,7 @@ def test_never_sees_whole_trace_in_ceil_steps():
         steps += 1
     assert steps == math.ceil(len(TRACE) / 50)
     assert obs["transcript"] == TRACE and obs["finished"] == 1
-    record = info["episode"]
+    record = info["record"]
     assert record["intervention"] is None and reward == 0.0
     assert all(s["action"] == "wait" for s in record["steps"])
 
@@ -85,7 +85,7 @@ def test_intervention_at_half_records_tau_and_reward():
         obs, reward, done, _, info = env.step(
             {"intervene": int(crossing), "message": "Double-check the sum."}
         )
-    inter = info["episode"]["intervention"]
+    inter = info["record"]["intervention"]
     assert inter["tau_rel"] == pytest.approx(0.5, abs=50 / total)
     assert inter["tau_abs"] == inter["position"]
     # right before and right after: H = 0; success preset would give 1
@@ -101,7 +101,7 @@ def test_helpfulness_wrong_to_right_and_stop_strategy():
     env.reset(seed=0, options={"problem_index": 0})  # answer 3; baseline says 5
     _, reward, done, _, info = env.step({"intervene": 1, "message": "Recheck the first step."})
     assert done and reward == 1.0
-    assert info["episode"]["intervention"]["post"] == "stop"
+    assert info["record"]["intervention"]["post"] == "stop"
     assert info["reward_components"]["helpfulness"] == 1.0
 
 
@@ -140,7 +140,7 @@ def test_raw_teacher_text_wrapper():
     _, _, done, _, info = env.step("I am not sure what to say")
     assert not done and "unparsable" in info["action_error"]
     _, _, done, _, info = env.step("Intervene: Yes\nTime: now\nIntervention: Check the carry.")
-    assert done and info["episode"]["intervention"]["message"] == "Check the carry."
+    assert done and info["record"]["intervention"]["message"] == "Check the carry."
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_oracle_quote_exclusions(quote, stage, excluded):
     _, reward, done, _, info = env.step(
         {"intervene": 1, "message": "Look again.", "quote": quote, "position": -1}
     )
-    inter = info["episode"]["intervention"]
+    inter = info["record"]["intervention"]
     assert done and inter["excluded"] == excluded and inter["attempt"] is None and reward == 0.0
     if stage:
         assert inter["quote_stage"] == stage
@@ -195,7 +195,7 @@ def test_oracle_quote_stages_apply_the_intervention(trace, quote, stage):
     _, reward, _, _, info = env.step(
         {"intervene": 1, "message": "Careful.", "quote": quote, "position": -1}
     )
-    inter = info["episode"]["intervention"]
+    inter = info["record"]["intervention"]
     assert inter["quote_stage"] == stage and inter["excluded"] is None
     assert trace[: inter["position"]].endswith("six")
     assert inter["tau_rel"] == pytest.approx(inter["position"] / len(trace))
@@ -206,7 +206,7 @@ def test_oracle_position_action():
     env = make(condition="oracle")
     env.reset(seed=0, options={"problem_index": 0})
     _, _, _, _, info = env.step({"intervene": 1, "message": "Hmm.", "position": 100, "quote": ""})
-    assert info["episode"]["intervention"]["tau_abs"] == 100
+    assert info["record"]["intervention"]["tau_abs"] == 100
 
 
 def test_baseline_is_generated_once_across_teachers():
@@ -304,7 +304,7 @@ def test_episode_record_round_trips_json():
     full = env.unwrapped.last_episode
     again = Episode.from_dict(json.loads(full.to_json()))
     assert again == full
-    assert "timings" not in info["episode"] and full.timings["post_s"] >= 0
+    assert "timings" not in info["record"] and full.timings["post_s"] >= 0
 
 
 @pytest.mark.parametrize(
@@ -352,7 +352,7 @@ def test_student_failure_is_recorded_not_raised():
     obs, info = env.reset(seed=0)
     assert obs["transcript"] == ""
     _, _, done, _, info = env.step({"intervene": 0, "message": ""})
-    assert done and "server down" in info["episode"]["error"]
+    assert done and "server down" in info["record"]["error"]
 
 
 def test_bad_options_fail_at_construction():
@@ -384,7 +384,7 @@ def test_at_half_policy_intervenes_where_the_trace_crosses_half():
     done = False
     while not done:
         obs, _, done, _, info = env.step(policy.decide({**obs, **info}))
-    inter = info["episode"]["intervention"]
+    inter = info["record"]["intervention"]
     total = len(TRACE)
     assert inter["tau_abs"] == math.ceil(total / 2 / 50) * 50  # the first increment reaching half
     assert inter["tau_rel"] == pytest.approx(0.5, abs=50 / total)

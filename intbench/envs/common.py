@@ -3,6 +3,7 @@ and the episode skeleton."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -152,36 +153,136 @@ def cached_student_call(
     return attempt, from_cache
 
 
+class ActionError(ValueError):
+    """A malformed action: the step counts it as a wait and reports it in ``info["action_error"]``."""
+
+
+_ACTION_KEYS = ("intervene", "message", "error")
+
+
+def parse_action(
+    action: Any,
+    optional: Mapping[str, tuple[Any, Callable[[str, Any], Any]]] | None = None,
+    accepted: str = "a dict or 0/1",
+) -> dict[str, Any]:
+    """Check a dict (or bare 0/1) action -> its fields, defaults filled in.
+
+    ``intervene`` is required and ``message`` optional (a string, non-empty to
+    intervene); ``optional`` maps further allowed keys to ``(default, check)``.
+    An ``error`` string is what a wrapper sends for a reply it could not
+    parse.  Anything else raises :class:`ActionError` with a short reason.
+    """
+    optional = optional or {}
+    if _is_number(action):
+        action = {"intervene": action}
+    if not isinstance(action, Mapping):
+        raise ActionError(f"action must be {accepted}, got {type(action).__name__}")
+    _raise_reported_error(action)
+    unknown = [repr(key)[:40] for key in action if key not in (*_ACTION_KEYS, *optional)]
+    if unknown:
+        raise ActionError(f"unknown action key(s): {', '.join(unknown[:3])}")
+    if "intervene" not in action:
+        raise ActionError("action lacks 'intervene'")
+    fields = {
+        "intervene": intervene_flag(action["intervene"]),
+        "message": text_field("message", action.get("message", "")),
+    }
+    for name, (default, check) in optional.items():
+        fields[name] = check(name, action.get(name, default))
+    if fields["intervene"] and not fields["message"].strip():
+        raise ActionError("intervene=1 with an empty message")
+    return fields
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number, np.bool_)) or (
+        isinstance(value, np.ndarray) and value.shape == ()
+    )
+
+
+def _raise_reported_error(action: Mapping) -> None:
+    error = action.get("error", "")
+    if not isinstance(error, str):
+        raise ActionError(f"'error' must be a string, got {type(error).__name__}")
+    if error:
+        raise ActionError(error[:500])
+
+
+def intervene_flag(value: Any) -> bool:
+    """``intervene`` as a bool: 0/1 as an int, a bool or an integral float."""
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)) and value in (0, 1):
+        return bool(value)
+    raise ActionError(f"intervene must be 0 or 1, got {value!r:.60}")
+
+
+def integer_field(name: str, value: Any, low: int, high: int) -> int:
+    """An integer action field in ``[low, high]``; integral floats count, bools do not."""
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value.item()
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ActionError(f"{name} must be an integer, got {value!r:.60}")
+    if not low <= value <= high:
+        raise ActionError(f"{name} must be in [{low}, {high}], got {value!r:.60}")
+    return int(value)
+
+
+def text_field(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ActionError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
 def parse_message_action(
     action: Any, parse_text: Callable[[str], str], max_chars: int
 ) -> tuple[str | None, str | None]:
     """Read a message-only action (feedback, tutor) -> (message or None, error).
 
     Accepted: ``{"intervene": 0|1, "message": str}``, a bare 0/1, or a raw
-    string (the teacher's reply, cleaned by ``parse_text``).  ``None`` means the
-    teacher says nothing; a malformed action also says nothing and comes back
-    with an error for ``info["action_error"]``.
+    string (the teacher's reply, cleaned by ``parse_text``).  A malformed
+    action says nothing and comes back with an error for ``info["action_error"]``.
     """
     if isinstance(action, str):
         return (parse_text(action).strip()[:max_chars] or None), None
-    if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
-        action = {"intervene": int(action)}
-    if not isinstance(action, Mapping):
-        return None, f"action must be a dict, a string or 0/1, got {type(action).__name__}"
-    if action.get("error"):  # set by wrappers that could not parse a raw reply
-        return None, str(action["error"])
     try:
-        intervene = int(np.asarray(action.get("intervene", 0)).item())
-    except (TypeError, ValueError) as exc:
-        return None, f"bad intervene value: {exc}"
-    message = action.get("message", "")
-    if intervene not in (0, 1) or not isinstance(message, str):
-        return None, f"intervene must be 0/1 and message a string, got {action!r:.200}"
-    if not intervene:
+        fields = parse_action(action, accepted="a dict, a string or 0/1")
+    except ActionError as exc:
+        return None, str(exc)
+    if not fields["intervene"]:
         return None, None
-    if not message.strip():
-        return None, "intervene=1 with an empty message"
-    return message.strip()[:max_chars], None
+    return fields["message"].strip()[:max_chars], None
+
+
+RESET_OPTIONS = ("problem_id", "problem_index", "student_seed")
+
+
+def reset_options(options: Any) -> dict[str, Any]:
+    """``reset``'s ``options``, checked: a TypeError if not a mapping (or None), a
+    ValueError for an unknown key or a value of the wrong type (ranges and
+    unknown ids are checked when the problem is drawn)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"reset options must be a dict or None, got {type(options).__name__}")
+    unknown = sorted(repr(key) for key in options if key not in RESET_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"unknown reset option(s) {', '.join(unknown)}; known: {', '.join(RESET_OPTIONS)}"
+        )
+    if "problem_id" in options and not isinstance(options["problem_id"], str):
+        raise ValueError(f"problem_id must be a string, got {options['problem_id']!r:.60}")
+    for name in ("problem_index", "student_seed"):
+        value = options.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"{name} must be an int, got {value!r:.60}")
+    if options.get("student_seed", 0) < 0:
+        raise ValueError(f"student_seed must be >= 0, got {options['student_seed']}")
+    return dict(options)
 
 
 def check_choice(name: str, value: Any, choices: tuple) -> None:
@@ -249,6 +350,53 @@ class EnvOptions:
         if len(domains) != 1 or None in domains:
             raise ValueError("domain is required unless the problems given share one domain")
         return domains.pop()
+
+
+WALL_CLOCK_KEYS = frozenset({"timings", "seconds", "time_s"})
+"""Fields that measure wall-clock time: the record's ``timings``, an attempt's or a
+test run's ``seconds``, a failing test's ``time_s``."""
+
+
+def without_wall_clock(value: Any) -> Any:
+    """A copy of a record dict without its wall-clock fields, at any depth, so that
+    seeded runs give equal step infos."""
+    if isinstance(value, dict):
+        return {
+            key: without_wall_clock(item)
+            for key, item in value.items()
+            if key not in WALL_CLOCK_KEYS
+        }
+    if isinstance(value, list):
+        return [without_wall_clock(item) for item in value]
+    return value
+
+
+class EpisodeRecord(Mapping):
+    """``info["record"]``: the episode record, read-only, without wall-clock times.
+
+    A mapping but not a ``dict``, so that vector envs keep each sub-env's
+    record whole (``infos["record"][i]``) instead of merging its fields, whose
+    types differ between episodes (an intervention or None, a step or None).
+    """
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain, JSON-ready copy."""
+        return copy.deepcopy(self._data)
+
+    def __repr__(self) -> str:
+        return f"EpisodeRecord({self._data!r})"
 
 
 def message_action_space() -> spaces.Dict:
@@ -325,9 +473,10 @@ class FlowEnv(gym.Env):
     # --------------------------------------------------- the episode skeleton
     def _draw_problem(self, seed: int | None, options: dict | None) -> Problem:
         """Seed the env, draw the episode's problem and its first student seed."""
+        options = reset_options(options)
         gym.Env.reset(self, seed=seed)
         problem = self._pool.draw(self.np_random, seed is not None, options)
-        self._student_seed = int((options or {}).get("student_seed", self.student_seed))
+        self._student_seed = int(options.get("student_seed", self.student_seed))
         self._terminated = False
         return problem
 
@@ -376,10 +525,10 @@ class FlowEnv(gym.Env):
         return attempt_from(completion, verdict)
 
     def _end_info(self, info: dict, episode: Episode) -> dict:
-        """``info`` at the last step: the record without wall-clock timings, which stay
-        out so that seeded runs compare equal (the full record is ``last_episode``)."""
+        """``info`` at the last step: ``info["record"]``, the episode record without
+        wall-clock times (the full record is ``last_episode``)."""
         self.last_episode = episode
-        info["episode"] = {k: v for k, v in episode.to_dict().items() if k != "timings"}
+        info["record"] = EpisodeRecord(without_wall_clock(episode.to_dict()))
         return info
 
     def close(self):

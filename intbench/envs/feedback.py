@@ -27,8 +27,9 @@ feedback and are reported in ``info["action_error"]``.
 Reward: ``"success"`` gives 1 at the step the student is right; ``"auc"``
 gives ``(k_max - k + 1) / k_max`` when solved at attempt ``k``, which is the
 episode's contribution to the mean of acc@1..acc@k_max.  ``info`` carries the
-teacher prompt (``messages``), ``attempt`` index, ``solved_at`` and, at the
-end, the ``episode`` record (without wall-clock timings; the full record is
+teacher prompt (``messages``), ``attempt`` index, ``solved_at`` (the attempt
+that was right, 0 while unsolved) and, at the end, ``record`` (the episode
+record, a read-only mapping without wall-clock times; the full record is
 ``env.unwrapped.last_episode``).
 """
 
@@ -335,7 +336,8 @@ class FeedbackEnv(FlowEnv):
             "teacher_turn": teacher_turn,
             "problem_id": self._problem.id,
             "attempt": len(self._attempts),
-            "solved_at": self._episode.solved_at,
+            # An int in every episode (0: unsolved), so vector envs can stack it.
+            "solved_at": self._episode.solved_at or 0,
         }
 
     def render(self):

@@ -22,11 +22,13 @@ whole trace for Oracle), ``reference`` (the reference solution when
 
 Action (``Dict``): ``intervene`` (0/1), ``message`` (str), and for Oracle
 ``position`` (int, -1 = unset) and ``quote`` (str).  Also accepted: a bare
-0/1, a dict with only some keys, and a dict with an ``error`` string (what a
-wrapper sends when it cannot parse a reply).  Malformed actions (unknown type, bad
-values, ``intervene=1`` with an empty message) count as *wait* (Standard) or
-*no intervention* (Oracle), are logged, and are reported in
-``info["action_error"]``; they never raise.  Raw teacher text in the paper's
+0/1, a dict without ``message`` (or, for Oracle, ``position`` and ``quote``),
+and a dict with an ``error`` string (what a wrapper sends when it cannot parse
+a reply).  Malformed actions (an unknown type, a missing ``intervene`` or an
+unknown key, a value that is not 0/1, an integer or a string as its key needs:
+inf, NaN, 1.7, huge ints, None; ``intervene=1`` with an empty message) count
+as *wait* (Standard) or *no intervention* (Oracle), are logged, and are
+reported in ``info["action_error"]``; they never raise.  Raw teacher text in the paper's
 format is accepted through :class:`intbench.envs.wrappers.TeacherTextActions`.
 
 ``info`` holds ``messages`` (the paper's teacher prompt for this step as chat
@@ -34,9 +36,10 @@ messages, ready for any LLM client), ``problem_id``, ``step``,
 ``revealed_chars``, and ``privileged`` (``total_chars`` and
 ``baseline_correct``: for scripted baselines such as ``at:0.5`` and
 ``oracle``, not for the teacher being evaluated).  At the end it adds
-``reward_components`` and ``episode`` (the episode record without wall-clock
-timings, which stay out of ``info`` so that seeded runs compare equal; the
-full record is ``env.unwrapped.last_episode``).
+``reward_components`` and ``record`` (the episode record, a read-only mapping
+without wall-clock times, which stay out of ``info`` so that seeded runs
+compare equal; the full record is ``env.unwrapped.last_episode``).
+``info["episode"]`` is left to Gymnasium's ``RecordEpisodeStatistics``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -53,11 +57,15 @@ from gymnasium import spaces
 from intbench.envs import flows
 from intbench.envs.common import (
     MAX_MESSAGE,
+    ActionError,
     EnvOptions,
     FlowEnv,
     attempt_from,
     check_choice,
+    integer_field,
     message_action_space,
+    parse_action,
+    text_field,
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.increments import cut_points, parse_increment
@@ -80,6 +88,13 @@ TEACHER_PROMPTS = {
 """``teacher_prompt`` name -> Standard teacher template: the paper's prompt
 (Int-Bench App. F.2), its two sensitivity-study variations (App. F.8,
 Table 10) and the append-only layout of the paper's prompt."""
+
+MAX_POSITION = 2**31 - 1
+ORACLE_FIELDS = {
+    "position": (-1, partial(integer_field, low=-1, high=MAX_POSITION)),
+    "quote": ("", text_field),
+}
+"""The Oracle action's keys besides ``intervene`` and ``message``: (default, check)."""
 
 VERDICT_CODES = {"incorrect": 0, "correct": 1}
 HIDDEN = 2
@@ -150,7 +165,7 @@ class MonitorEnv(FlowEnv):
         )
         action = message_action_space()
         if self.condition == "oracle":
-            action["position"] = spaces.Box(low=-1, high=2**31 - 1, shape=(), dtype=np.int64)
+            action["position"] = spaces.Box(low=-1, high=MAX_POSITION, shape=(), dtype=np.int64)
             action["quote"] = UnicodeText(1_000)
         self.action_space = action
         self._problem: Problem | None = None
@@ -252,26 +267,13 @@ class MonitorEnv(FlowEnv):
 
     def _parse_action(self, action) -> tuple[bool, str, int, str, str | None]:
         """-> (intervene, message, position, quote, error); malformed means no intervention."""
-        if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
-            action = {"intervene": int(action)}
-        if not isinstance(action, Mapping):
-            return False, "", -1, "", f"action must be a dict or 0/1, got {type(action).__name__}"
-        if action.get("error"):  # set by wrappers that could not parse a raw reply
-            return False, "", -1, "", str(action["error"])
+        optional = ORACLE_FIELDS if self.condition == "oracle" else {}
         try:
-            intervene = int(np.asarray(action.get("intervene", 0)).item())
-            position = int(np.asarray(action.get("position", -1)).item())
-        except (TypeError, ValueError) as exc:
-            return False, "", -1, "", f"bad action value: {exc}"
-        message = action.get("message", "")
-        quote = action.get("quote", "")
-        if intervene not in (0, 1):
-            return False, "", -1, "", f"intervene must be 0 or 1, got {intervene}"
-        if not isinstance(message, str) or not isinstance(quote, str):
-            return False, "", -1, "", "message and quote must be strings"
-        if intervene and not message.strip():
-            return False, "", -1, "", "intervene=1 with an empty message"
-        return bool(intervene), message[:MAX_MESSAGE], position, quote, None
+            fields = parse_action(action, optional)
+        except ActionError as exc:
+            return False, "", -1, "", str(exc)
+        position, quote = fields.get("position", -1), fields.get("quote", "")
+        return fields["intervene"], fields["message"][:MAX_MESSAGE], position, quote, None
 
     def _locate(self, position: int, quote: str) -> QuoteMatch:
         if quote.strip():

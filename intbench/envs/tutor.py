@@ -45,9 +45,10 @@ saying nothing and are reported in ``info["action_error"]``; they never raise.
 Reward: 1 at the last step when phase 2 solved the problem, else 0.
 ``info`` holds ``messages`` (the ``tutor_teacher_ideation`` prompt for the
 teacher's next message), ``teacher_turn``, ``problem_id``, ``turn``,
-``withheld``, ``check`` (the checker's verdict on this step's message) and,
-at the end, ``episode`` (the record without timings; with them it is
-``env.unwrapped.last_episode``).  The record's ``steps`` hold each teacher
+``withheld``, ``check`` (the checker's verdict, only at a step whose message
+was checked), ``solved_at`` (the accepted submission, 0 while unsolved) and,
+at the end, ``record`` (the episode record, a read-only mapping without
+wall-clock times; with them it is ``env.unwrapped.last_episode``).  The record's ``steps`` hold each teacher
 turn, ``attempts`` the phase-2 submissions, ``solved_at`` the first accepted
 one, ``condition`` ``"ideation"`` or ``"solo"``.
 """
@@ -74,6 +75,7 @@ from intbench.envs.common import (
     check_count,
     message_action_space,
     parse_message_action,
+    reset_options,
     sampling_from,
 )
 from intbench.envs.domains.prompting import render_messages
@@ -328,7 +330,7 @@ class TutorEnv(FlowEnv):
         A ``problem_id`` in the reset options is drawn as asked.  Once every
         problem was drawn, the pool starts over.
         """
-        options = {k: v for k, v in (options or {}).items() if k != "problem_index"}
+        options = {k: v for k, v in reset_options(options).items() if k != "problem_index"}
         if "problem_id" not in options:
             problems = self.problems
             if len(self._seen) >= len(problems):
@@ -438,15 +440,20 @@ class TutorEnv(FlowEnv):
             if teacher_turn
             else []
         )
-        return {
+        info = {
             "messages": messages,
             "teacher_turn": teacher_turn,
             "problem_id": self._problem.id,
             "turn": self._turn,
             "withheld": self._withheld,
-            "check": self._last_check.to_dict() if self._last_check else None,
-            "solved_at": self._episode.solved_at,
+            # An int in every episode (0: unsolved), so vector envs can stack it.
+            "solved_at": self._episode.solved_at or 0,
         }
+        # Absent rather than None when nothing was checked: vector envs merge a
+        # key that some sub-envs lack, not one that is None in some and a dict in others.
+        if self._last_check:
+            info["check"] = self._last_check.to_dict()
+        return info
 
     def render(self):
         if self.render_mode != "ansi" or self._episode is None:
