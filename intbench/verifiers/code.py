@@ -307,7 +307,10 @@ def render_execution_context(result: ExecutionResult | Mapping, mode: str) -> st
             "timed_out": data.get("timed_out", False),
         }
         if failure:
-            summary["first_failure"] = {k: v for k, v in failure.items() if v not in ("", None)}
+            # No wall-clock time: the same program must give the same observation.
+            summary["first_failure"] = {
+                k: v for k, v in failure.items() if v not in ("", None) and k != "time_s"
+            }
         return json.dumps(summary, ensure_ascii=False)
     if mode == "traceback":
         if data.get("traceback"):
