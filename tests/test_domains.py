@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import intbench
+from intbench import records
 from intbench.envs.domains import (
     DataSourceError,
     HubUnavailableError,
@@ -20,7 +21,6 @@ from intbench.envs.domains import (
     load_problems,
     problems_to_dataset,
 )
-from intbench import records
 from intbench.records import DOMAINS, Problem
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hub"

@@ -21,13 +21,13 @@ from intbench.envs.domains.generators import (
 from intbench.envs.domains.generators import math_problems as mp
 from intbench.envs.domains.generators.linguini_puzzles import uncovered
 from intbench.records import Problem
+from intbench.verifiers import verify
 
 GENERATORS = {
     "math": generate_math,
     "omni_math": generate_omni_math,
     "linguini": generate_linguini,
 }
-from intbench.verifiers import verify
 
 N = 500
 REQUIRED_METADATA = {"source", "generator", "skill", "difficulty", "split", "seed", "license"}

@@ -210,7 +210,7 @@ def test_parse_leak_check(text, leak, reason, error):
 
 def test_parsers_read_the_formats_the_templates_ask_for():
     """The output-format lines in the templates, filled in, parse back."""
-    from intbench.envs.domains.prompting import render, render_system
+    from intbench.envs.domains.prompting import render_system
     from intbench.records import Problem
 
     problem = Problem(id="p", domain="math", question="1+1?", answer="2", solution="1+1=2")

@@ -685,8 +685,9 @@ def test_default_standard_prompt_is_the_papers(name):
         "Intervene: [Yes/No]\nIntervention: <If 'Yes', write your intervention message to the "
         "student at this moment. If 'No', leave this blank.>"
     )
-    assert "Student reasoning so far:" in user["content"] and "Reference solution:\nA piano." in (
-        user["content"]
+    assert (
+        "Student reasoning so far:" in user["content"]
+        and "Reference solution:\nA piano." in (user["content"])
     )
 
 
@@ -694,9 +695,7 @@ def test_default_standard_prompt_is_the_papers(name):
 @pytest.mark.parametrize("name", ["teacher_standard", "teacher_oracle"])
 def test_default_prompts_carry_no_guidance_the_paper_lacks(domain, name):
     if name == "teacher_oracle":
-        messages = render_messages(
-            domain, name, **template_vars(name, PROBLEMS[domain])
-        )
+        messages = render_messages(domain, name, **template_vars(name, PROBLEMS[domain]))
     else:
         messages = _standard(name, domain=domain)
     text = _text(messages).lower()
@@ -772,7 +771,9 @@ def test_continuation_is_system_user_assistant_user(post):
     assert system.startswith(baseline[0]["content"]) and system.endswith(F3_UPDATE)
     assert first == baseline[1]["content"]
     assert reasoning == "Reasoning: Keys open locks"
-    assert update == f"<update>{MESSAGE}</update>\n" + (F3_CONTINUE if post == "continue" else F3_STOP)
+    assert update == f"<update>{MESSAGE}</update>\n" + (
+        F3_CONTINUE if post == "continue" else F3_STOP
+    )
     # a prefix without the F.1 label gets it
     unlabelled = continuation_messages(TEASER, "Keys open", MESSAGE, post)
     assert unlabelled[2]["content"] == "Reasoning: Keys open"
@@ -844,7 +845,10 @@ def test_feedback_student_prompts_are_the_papers_a8():
         f"You may reason in <think>...</think>. {fmt}"
     )
     with_feedback = render(
-        "omni_math", "feedback_student_retry", problem=problem, history=HISTORY[:1],
+        "omni_math",
+        "feedback_student_retry",
+        problem=problem,
+        history=HISTORY[:1],
         feedback_text="FB",
     )
     assert with_feedback.endswith(
@@ -852,7 +856,10 @@ def test_feedback_student_prompts_are_the_papers_a8():
         f"You may reason in <think>...</think>. {fmt}"
     )
     plain = render(
-        "omni_math", "feedback_student_retry", problem=problem, history=HISTORY[:1],
+        "omni_math",
+        "feedback_student_retry",
+        problem=problem,
+        history=HISTORY[:1],
         feedback_text=None,
     )
     assert plain.endswith(

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from intbench.agents.backends import backend_name, shared_backend
 from intbench.agents.base import ChatBackend, Conversation, SamplingParams
 from intbench.cache import JsonCache, stable_hash
-from intbench.agents.backends import backend_name, shared_backend
 
 logger = logging.getLogger(__name__)
 

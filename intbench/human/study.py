@@ -20,9 +20,9 @@ from typing import Any
 import gymnasium as gym
 
 import intbench.envs  # noqa: F401  (registers the env ids that gym.spec looks up)
+from intbench.agents.backends import backend_name
 from intbench.agents.base import ChatBackend, Completion
 from intbench.envs import flows
-from intbench.agents.backends import backend_name
 from intbench.records import Episode, Problem
 
 logger = logging.getLogger(__name__)

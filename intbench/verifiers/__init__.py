@@ -20,6 +20,7 @@ logger = logging.getLogger(__name__)
 
 VerifierFn = Callable[[Problem, str], Verdict]
 
+
 def get_verifier(domain: str) -> VerifierFn:
     """Return the verifier of ``domain`` (its ``Domain.verifier``, imported on first use).
 

@@ -118,6 +118,8 @@ def _runner_code(source: str) -> bytes:
     """``source`` compiled and marshalled, as the bootstrap expects it (length-prefixed)."""
     code = marshal.dumps(compile(source, "<sandbox runner>", "exec"))
     return _HEADER.pack(len(code)) + code
+
+
 _MOUNTS_SOURCE = _sibling_source("_sandbox_mounts.py")
 ALLOW_WEAK_ENV = "INTBENCH_SANDBOX_ALLOW_WEAK"
 _SHM_BYTES = 16 * 1024 * 1024  # the sandbox's private /dev/shm
