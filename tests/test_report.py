@@ -430,3 +430,16 @@ def test_feedback_k_max_falls_back_to_attempts_seen(records):
             :5
         ]
     )
+
+
+def test_the_timing_scatter_names_only_the_teachers_present():
+    from intbench.records import as_episodes
+    from intbench.report.figures import _scatter_title
+    from intbench.rundir import RunDir
+
+    fixture = Path(__file__).parent / "fixtures" / "episodes_v1" / "monitor"
+    models = RunDir(fixture).episodes()
+    assert _scatter_title(models) == "τ_rel per problem: teachers"
+    people = as_episodes([{**e.to_dict(), "teacher": "human:p1"} for e in models])
+    assert _scatter_title(people) == "τ_rel per problem: humans"
+    assert _scatter_title([*models, *people]) == "τ_rel per problem: humans vs LLM teachers"

@@ -61,9 +61,7 @@ def render_all(
         )
         scatter = timing_scatter(episodes)
         if scatter is not None:
-            drawn.append(
-                ("monitor_timing_per_problem", "τ_rel per problem: humans vs LLM teachers", scatter)
-            )
+            drawn.append(("monitor_timing_per_problem", _scatter_title(episodes), scatter))
     for matrix in data.matrices:
         name = f"matrix_{matrix.stem}"
         drawn.append((name, f"Student x teacher matrices: {matrix.label}", matrix_heatmaps(matrix)))
@@ -168,6 +166,14 @@ def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
             ax.set_title(f"{domain}: {title}")
             ax.legend(fontsize="small")
     return figure
+
+
+def _scatter_title(episodes: Sequence[Episode]) -> str:
+    """Name only the kinds of teacher the runs hold."""
+    humans = any(monitor_key(e).teacher == HUMAN for e in episodes if e.protocol == "monitor")
+    models = any(monitor_key(e).teacher != HUMAN for e in episodes if e.protocol == "monitor")
+    who = "humans vs LLM teachers" if humans and models else "humans" if humans else "teachers"
+    return f"τ_rel per problem: {who}"
 
 
 def timing_scatter(episodes: Sequence[Episode]) -> Figure | None:
