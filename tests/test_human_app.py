@@ -42,9 +42,10 @@ def student() -> ScriptedBackend:
     """Always wrong alone; right once a teacher's update arrives."""
 
     def respond(messages):
-        text = messages[-1]["content"]
+        # The continuation puts the problem in an earlier turn and the update last.
+        text = "\n".join(m["content"] for m in messages)
         number = int(re.search(r"What is (\d+) \+ 3", text).group(1))
-        return FIXED % (number + 3) if "<update>" in text else WRONG_TRACE
+        return FIXED % (number + 3) if "<update>" in messages[-1]["content"] else WRONG_TRACE
 
     return ScriptedBackend(respond, spec="scripted:test-human")
 
