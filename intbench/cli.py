@@ -12,6 +12,7 @@ import logging
 import sys
 
 from intbench.commands.checks import UsageError
+from intbench.rundir import RunWriteError
 
 # module path -> provides add_parser(subparsers)
 COMMAND_MODULES = [
@@ -53,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RunWriteError as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(
             "interrupted; finished episodes are saved, re-run the command to resume",

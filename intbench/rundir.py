@@ -15,12 +15,15 @@
     when its holder dies, so a crashed run never leaves a stale lock: a resume
     simply takes it.
 
-Every write to these files goes through :class:`RunDir` and :class:`EpisodeLog`.
+Every write to these files goes through :class:`RunDir` and :class:`EpisodeLog`;
+a full disk or an unwritable directory raises :class:`RunWriteError`, one line
+that names the fix.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -57,6 +60,42 @@ class ConfigMismatchError(RuntimeError):
 
 class RunLockedError(RuntimeError):
     """Another live process is writing this run directory."""
+
+
+class RunWriteError(OSError):
+    """A run file could not be written (full disk, read-only or forbidden directory).
+
+    What was written before stays valid: episodes are appended whole and
+    fsynced, and a cut-short last line is dropped on resume.
+    """
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Turn an OS error while writing ``path`` into a :class:`RunWriteError` that names the fix."""
+    try:
+        yield
+    except RunWriteError:
+        raise
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno in _FULL:
+            fix = (
+                "free some space (or use --out on another disk) and re-run the same "
+                "command: finished episodes are kept and the run resumes"
+            )
+        elif exc.errno in _NOT_WRITABLE:
+            fix = "choose a writable --out directory"
+        else:
+            fix = "check the --out directory"
+        raise RunWriteError(exc.errno, f"cannot write {path}: {reason}; {fix}") from exc
 
 
 def record_problem(record: object) -> str | None:
@@ -151,10 +190,11 @@ class EpisodeLog:
     def _repair_tail(self) -> None:
         data = self.path.read_bytes()
         if data and not data.endswith(b"\n"):
-            # A write cut short by a kill: drop the partial line before appending after it.
+            # A write cut short by a kill or a full disk: drop the partial line
+            # before appending after it.
             keep = data.rfind(b"\n") + 1
             logger.warning("dropping a partial last line in %s", self.path)
-            with open(self.path, "r+b") as handle:
+            with _writing(self.path), open(self.path, "r+b") as handle:
                 handle.truncate(keep)
 
     def finished(self, key: str) -> bool:
@@ -169,13 +209,14 @@ class EpisodeLog:
         for key in failed:
             del self.records[key]
         tmp = self.path.with_suffix(".jsonl.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            _fsynced_write(handle, "".join(r.to_json() + "\n" for r in self.records.values()))
-        os.replace(tmp, self.path)
+        with _writing(tmp):
+            with open(tmp, "w", encoding="utf-8") as handle:
+                _fsynced_write(handle, "".join(r.to_json() + "\n" for r in self.records.values()))
+            os.replace(tmp, self.path)
         return len(failed)
 
     def append(self, episode: Episode) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
+        with _writing(self.path), open(self.path, "a", encoding="utf-8") as handle:
             _fsynced_write(handle, episode.to_json() + "\n")
         self.records[episode.metadata["run_key"]] = episode
 
@@ -223,8 +264,10 @@ class RunDir:
         Raises:
             RunLockedError: another live process holds it (its pid is in the message).
         """
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        lock = self.path / LOCK_FILE
+        with _writing(lock):
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -234,8 +277,9 @@ class RunDir:
                     f"{self.path} is being written by another process (pid {holder}); "
                     "wait for it to finish, or use another --out directory"
                 ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            with _writing(lock):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             yield
         finally:
             os.close(fd)  # closing drops the flock
@@ -252,10 +296,11 @@ class RunDir:
 
     def save_config(self, config: dict) -> None:
         """Save ``config`` unless one is saved already (the run has started)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        if not self.config_path.exists():
-            text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
-            self.config_path.write_text(text, encoding="utf-8")
+        with _writing(self.config_path):
+            self.path.mkdir(parents=True, exist_ok=True)
+            if not self.config_path.exists():
+                text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+                self.config_path.write_text(text, encoding="utf-8")
 
     def check_config(self, config: dict) -> None:
         """Check ``config`` matches the saved one, if any (writes nothing).
@@ -293,10 +338,11 @@ class RunDir:
         if self.problems_path.exists():
             return
         tmp = self.problems_path.with_suffix(".jsonl.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for problem in problems:
-                handle.write(json.dumps(problem.to_dict(), ensure_ascii=False) + "\n")
-        os.replace(tmp, self.problems_path)
+        with _writing(tmp):
+            with open(tmp, "w", encoding="utf-8") as handle:
+                for problem in problems:
+                    handle.write(json.dumps(problem.to_dict(), ensure_ascii=False) + "\n")
+            os.replace(tmp, self.problems_path)
 
     def problems(self) -> list[Problem]:
         """The run's problems: saved ones, else rebuilt from the config with the run's loader call.
@@ -342,5 +388,6 @@ class RunDir:
 
     def log(self) -> EpisodeLog:
         """``episodes.jsonl`` opened for appending (creating the directory)."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        with _writing(self.episodes_path):
+            self.path.mkdir(parents=True, exist_ok=True)
         return EpisodeLog(self.episodes_path)
