@@ -118,7 +118,7 @@ def test_answer_is_withheld_counted_and_never_reaches_the_student():
 
 def test_phase_two_never_sees_phase_one_messages():
     student = RecordingStudent(right_at=3)
-    env = make(student, ideation_turns=2)
+    env = make(student, ideation_turns=2, notes=True)
     _, rewards, infos = run(env, [HINT, "Another idea: use the distributive law."])
     assert rewards == [0.0, 1.0]
     solves = student.solve_prompts()
@@ -131,22 +131,64 @@ def test_phase_two_never_sees_phase_one_messages():
     assert "Result: not accepted" in solves[2] and solves[2].count("Submission ") == 2
 
 
-def test_notes_off_gives_the_solo_prompt_and_shares_the_cache():
+def test_no_notes_by_default_so_phase_two_is_the_solo_prompt():
+    # KITE §4.1: participants may not take notes, so nothing of ideation reaches phase 2.
+    strict_student = RecordingStudent()
+    env = make(strict_student, ideation_turns=2)
+    _, _, infos = run(env, [HINT])
+    assert env.options.notes is False
+    assert not any("Write only the plan" in p[-1]["content"] for p in strict_student.prompts)
+    record = infos[-1]["record"]
+    assert record["metadata"]["notes"] is None and record["config"]["notes"] is False
     solo_student = RecordingStudent()
     run(make(solo_student, ideation_turns=0), [0])
-    strict_student = RecordingStudent()
-    run(make(strict_student, ideation_turns=2, notes=False), [HINT])
     assert solo_student.solve_prompts() == strict_student.solve_prompts()
 
 
 def test_solo_condition_is_one_step_and_ignores_the_action():
-    env = make(RecordingStudent(right_at=2), ideation_turns=0)
+    env = make(RecordingStudent(right_at=1), ideation_turns=0)
     obs, info = env.reset(seed=0)
     assert not info["teacher_turn"] and info["messages"] == []
     _, reward, done, _, info = env.step("anything at all")
     assert done and reward == 1.0
     record = info["record"]
-    assert record["condition"] == "solo" and record["steps"] == [] and record["solved_at"] == 2
+    assert record["condition"] == "solo" and record["steps"] == [] and record["solved_at"] == 1
+
+
+class TriesStudent(RecordingStudent):
+    """Right only at its ``right_at``-th solve call, whatever the prompt says."""
+
+    def respond(self, messages):
+        self.prompts.append(messages)
+        calls = len(self.solve_prompts())
+        return self.answer if calls == self.right_at else f"I think \\boxed{{{40 + calls}}}"
+
+
+@pytest.mark.parametrize("right_at, solved_at", [(3, 3), (4, None)])
+def test_solo_is_solvable_when_one_of_three_independent_tries_is_correct(right_at, solved_at):
+    # KITE §4.2: each model tries each task three times; solvable if one try is correct.
+    student = TriesStudent(right_at=right_at)
+    env = make(student, ideation_turns=0)  # math: phase 2 would allow 5 submissions
+    _, rewards, infos = run(env, [0])
+    record = infos[-1]["record"]
+    assert len(record["attempts"]) == 3 and record["solved_at"] == solved_at
+    assert rewards == [float(solved_at is not None)] and record["config"]["solo_tries"] == 3
+    prompts = student.solve_prompts()
+    assert len(prompts) == 3 and len(set(prompts)) == 1  # no try sees another
+    assert "not accepted" not in prompts[-1] and "Submission " not in prompts[-1]
+
+
+def test_solo_tries_none_uses_the_submission_budget_and_ideation_ignores_solo_tries():
+    student = TriesStudent(right_at=5)
+    _, _, infos = run(make(student, ideation_turns=0, solo_tries=None), [0])
+    assert infos[-1]["record"]["solved_at"] == 5
+    assert "Result: not accepted" in student.solve_prompts()[-1]
+    ideation = TriesStudent(right_at=5)
+    _, _, infos = run(make(ideation, ideation_turns=1, solo_tries=2), [HINT])
+    record = infos[-1]["record"]
+    assert record["solved_at"] == 5 and record["config"]["solo_tries"] is None
+    with pytest.raises(ValueError, match="solo_tries"):
+        make(solo_tries=0)
 
 
 LEVELLED = [

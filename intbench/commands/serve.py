@@ -30,7 +30,10 @@ def add_parser(subparsers) -> None:
         "-n", type=int, default=12, help="problems to load, practice ones included (default 12)"
     )
     parser.add_argument(
-        "--trials", type=int, default=10, help="scored trials per participant, K (default 10)"
+        "--trials",
+        type=int,
+        default=6,
+        help="scored trials per participant, K (default 6, as in Int-Bench §4.2)",
     )
     parser.add_argument("--practice", type=int, default=2, help="practice trials (default 2)")
     parser.add_argument(

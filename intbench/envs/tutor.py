@@ -15,12 +15,19 @@ Phase 2, **independent solving**, runs inside the last step: the dialogue is
 removed and the student solves the problem with the ``tutor_solve`` prompt,
 up to ``submissions`` times (default 10 for code domains, 5 otherwise),
 seeing only that its earlier submissions were not accepted (the verifier's
-pass/fail, no test details).  An LLM has no memory of the dialogue, so with
-``notes=True`` (the default) the student first writes its plan in its own
-words, and that plan (never a phase-1 message) is all it keeps, as a person
-would keep what they understood; ``notes=False`` is the strict control in
-which the dialogue cannot affect phase 2 at all.  ``ideation_turns=0`` is the
-*solo* condition (one step, action ignored): the baseline for transfer rates.
+pass/fail, no test details).  KITE's participants may not take notes during
+ideation (§4.1), so by default (``notes=False``) nothing of the dialogue
+reaches phase 2.  ``notes=True`` is an option for an LLM student, which has
+no memory of the dialogue: it first writes its plan in its own words, and
+that plan (never a phase-1 message) is all it keeps.
+
+``ideation_turns=0`` is the *solo* condition (one step, action ignored): the
+baseline for transfer rates.  A model's solo skill in KITE (§4.2) is
+zero-shot: it tries each task three times and the task counts as solvable
+when at least one try is correct.  So a solo episode makes ``solo_tries``
+(3) independent tries of the ``tutor_solve`` prompt, none seeing another,
+and is solved when any of them is (``solved_at``: the first correct try);
+``solo_tries=None`` runs the solo condition with phase 2's submissions instead.
 
 With ``elo_selection=True`` the env rates its student as KITE does (App.
 C.8, :mod:`intbench.tutor.elo`): each reset draws a problem not drawn before
@@ -49,8 +56,8 @@ teacher's next message), ``teacher_turn``, ``problem_id``, ``turn``,
 was checked), ``solved_at`` (the accepted submission, 0 while unsolved) and,
 at the end, ``record`` (the episode record, a read-only mapping without
 wall-clock times; with them it is ``env.unwrapped.last_episode``).  The record's ``steps`` hold each teacher
-turn, ``attempts`` the phase-2 submissions, ``solved_at`` the first accepted
-one, ``condition`` ``"ideation"`` or ``"solo"``.
+turn, ``attempts`` the phase-2 submissions (a solo episode's tries), ``solved_at``
+the first accepted one, ``condition`` ``"ideation"``, ``"solo"`` or ``"calibration"``.
 """
 
 from __future__ import annotations
@@ -106,7 +113,10 @@ class TutorOptions(EnvOptions):
         ideation_turns: teacher messages in phase 1; 0 is the solo condition [3].
         checker: ``"rules"`` or a model spec/backend for the LLM checker [``"rules"``].
         submissions: phase-2 submission budget [10 for code domains, else 5].
-        notes: the student keeps a plan in its own words for phase 2 [True].
+        notes: the student keeps a plan in its own words for phase 2 [False: KITE
+            allows no notes].
+        solo_tries: independent zero-shot tries of a solo episode, solved if any is
+            correct (KITE §4.2: 1 of 3); ``None``: phase 2's submissions [3].
         checker_sampling: sampling options of the LLM checker [greedy, 128 tokens].
         elo_selection: draw problems by the student's Elo rating and update it [False].
         calibration_tasks: solo episodes that calibrate the rating first (KITE: 5) [5].
@@ -118,7 +128,8 @@ class TutorOptions(EnvOptions):
     ideation_turns: int = 3
     checker: str | ChatBackend = "rules"
     submissions: int | None = None
-    notes: bool = True
+    notes: bool = False
+    solo_tries: int | None = 3
     checker_sampling: Mapping[str, Any] | None = None
     elo_selection: bool = False
     calibration_tasks: int = 5
@@ -131,6 +142,8 @@ class TutorOptions(EnvOptions):
         self.notes = bool(self.notes)
         if self.submissions is not None:
             check_count("submissions", self.submissions, 1)
+        if self.solo_tries is not None:
+            check_count("solo_tries", self.solo_tries, 1)
         checker = self.checker
         if checker == "" or not (isinstance(checker, str) or hasattr(checker, "generate")):
             raise ValueError(f"checker must be 'rules', a model spec or a backend, got {checker!r}")
@@ -208,6 +221,7 @@ class TutorEnv(FlowEnv):
                 "checker": self.checker_spec,
                 "submissions": self.submissions,
                 "notes": self.options.notes,
+                "solo_tries": self.options.solo_tries if condition == "solo" else None,
                 "student_sampling": dict(self.student_sampling.__dict__),
                 "checker_sampling": dict(self.checker_sampling.__dict__),
             },
@@ -357,11 +371,18 @@ class TutorEnv(FlowEnv):
 
     # ---------------------------------------------------------------- solving
     def _solve(self):
-        """Flow: phase 2, up to ``submissions`` attempts; never shown the dialogue."""
+        """Flow: phase 2, up to ``submissions`` attempts (a solo episode: ``solo_tries``
+        independent tries); never shown the dialogue."""
         problem, episode = self._problem, self._episode
         notes = episode.metadata["notes"] if self.options.notes else None
-        for k in range(1, self.submissions + 1):
-            earlier = [{"attempt": a.text, "feedback": NOT_ACCEPTED} for a in self._attempts]
+        # Zero-shot tries see no earlier try: each is a fresh sample of the same prompt.
+        independent = self.options.solo_tries if episode.condition == "solo" else None
+        for k in range(1, (independent or self.submissions) + 1):
+            earlier = (
+                []
+                if independent
+                else [{"attempt": a.text, "feedback": NOT_ACCEPTED} for a in self._attempts]
+            )
             messages = render_messages(
                 problem.domain, "tutor_solve", problem=problem, notes=notes, attempts=earlier
             )

@@ -41,7 +41,8 @@ class StudyConfig:
         condition: ``"standard"`` or ``"oracle"``.
         problems: the study's problems; the first ``practice`` are the practice trials.
         student: the student model spec (or a backend object, for tests).
-        trials: K, the number of scored trials per participant (capped by the problems left).
+        trials: K, the number of scored trials per participant (capped by the problems
+            left); 6, as in Int-Bench §4.2.
         practice: how many practice trials come before the comprehension check.
         seed: seeds each participant's trial order and env seeds.
         env_options: further MonitorEnv options (``increment``, ``post``, ...).
@@ -52,7 +53,7 @@ class StudyConfig:
     condition: str
     problems: list[Problem]
     student: str | ChatBackend = "smollm2"
-    trials: int = 10
+    trials: int = 6
     practice: int = 2
     seed: int = 0
     env_options: dict[str, Any] = field(default_factory=dict)

@@ -173,7 +173,9 @@ def model_skill(
     quarter (at least one) of the tasks the model solved alone.
 
     A task counts as solved when any of the model's solo tries solved it
-    (KITE: solvable if one of three tries is correct).
+    (KITE §4.2: solvable if one of three tries is correct); a solo tutor
+    episode makes three independent tries by default (``solo_tries``) and is
+    solved when one of them is.
     """
     solved: dict[tuple[str, str], dict[str, float]] = {}
     for episode in as_episodes(episodes):
