@@ -25,6 +25,7 @@ from intbench.generalization.parsing import (
     parse_validation,
 )
 from intbench.generalization.procedural import check_variant, reference_response
+from intbench.generalization.variant_set import sample_per_original
 from intbench.records import Problem
 from intbench.verifiers import verify
 
@@ -100,14 +101,20 @@ def test_pipeline_stages_send_their_prompts_in_one_batch_each(cache_dir):
     assert len(cluster) == 1 and "- adding integers" in cluster_prompt
     assert "- solving a one-step linear equation" in cluster_prompt
     assert len(generate) == 2  # the problem without a skill label is not sent on
+    # Table 3: the generator is conditioned on the clustered category, not only the label
+    first = generate[0][-1]["content"]
+    assert 'test the same skill category as the problem below: "Arithmetic"' in first
+    assert "The category: sums" in first and '"adding integers"' in first
+    # a label the clusterer left uncategorised falls back to the label alone
     assert (
-        'Write 3 new problems that test the same skill as the problem below: "adding integers"'
-        in (generate[0][-1]["content"])
+        'test the same skill as the problem below: "solving a one-step linear equation"'
+        in (generate[1][-1]["content"])
     )
     assert len(validate) == 4
     assert "Candidate problem:\nWhat is $4+9$?" in validate[0][-1]["content"]
     assert "Candidate's stated answer:\n13" in validate[0][-1]["content"]
-    assert "Skill: adding integers" in validate[0][-1]["content"]
+    assert "Target skill category: Arithmetic (sums)" in validate[0][-1]["content"]
+    assert "Skill: solving a one-step linear equation" in validate[3][-1]["content"]
 
 
 def test_pipeline_keeps_only_validated_candidates_and_logs_every_failure(cache_dir):
@@ -248,6 +255,67 @@ def test_variant_set_round_trip_and_errors(tmp_path):
         read_variant_set(tmp_path / "missing.jsonl")
 
 
+# ------------------------------------------------------ one variant per original
+def all_valid(messages):
+    """Every problem: one skill, one category, three candidates, all of them valid."""
+    text = messages[-1]["content"]
+    if "name the single most specific skill" in text:
+        return "Skill: adding integers"
+    if "Group them into" in text:
+        return '{"categories": [{"name": "Arithmetic", "description": "sums", "skills": ["adding integers"]}]}'
+    if "new problem" in text:
+        return "".join(
+            f"<variant><problem>What is ${k}+{k}$? ({len(text)})</problem><answer>{2 * k}</answer></variant>"
+            for k in (1, 2, 3)
+        )
+    return "Same skill: Yes\nAnswer correct: Yes\nReason: fine."
+
+
+def test_one_validated_variant_per_original_is_sampled_reproducibly(cache_dir):
+    # Int-Bench §3.4: "A single valid variant is sampled"; App. C.2: 5 candidates per problem.
+    pipeline = VariantPipeline(CountingBackend(all_valid), cache_dir=cache_dir)
+    assert pipeline.n_variants == 5 and pipeline.keep == "one"
+    result = pipeline.run(originals()[:2])
+    assert len(result.validated) == 6
+    assert sorted(v.metadata["variant_of"] for v in result.variants) == ["o/0", "o/1"]
+    assert [v.id for v in result.variants] == [
+        v.id for v in sample_per_original(result.validated, 0)
+    ]
+    again = VariantPipeline(CountingBackend(all_valid), cache_dir=cache_dir).run(originals()[:2])
+    assert [v.id for v in again.variants] == [v.id for v in result.variants]
+    log = {entry["problem_id"]: entry for entry in result.log}
+    sampled = [c["id"] for e in log.values() for c in e["candidates"] if c["sampled"]]
+    assert sampled == [v.id for v in result.variants]
+    assert log["o/0"]["conditioned_on"] == "skill_category"
+    assert result.to_dict()["keep"] == "one"
+    # the seed decides which one; "all" keeps every validated variant
+    picks = {
+        VariantPipeline(CountingBackend(all_valid), cache_dir=cache_dir, seed=seed)
+        .run(originals()[:1])
+        .variants[0]
+        .id
+        for seed in range(12)
+    }
+    assert len(picks) > 1
+    everything = VariantPipeline(CountingBackend(all_valid), cache_dir=cache_dir, keep="all")
+    assert len(everything.run(originals()[:2]).variants) == 6
+    with pytest.raises(ValueError, match="keep"):
+        VariantPipeline(CountingBackend(), keep="first")
+
+
+def test_sampling_one_per_original_depends_on_the_seed_and_the_original_only():
+    variants = [
+        Problem(f"{o}/v{k}", "math", f"q{k}", str(k), metadata={"variant_of": o, "skill": "s"})
+        for o in ("a", "b")
+        for k in range(4)
+    ]
+    chosen = sample_per_original(variants, seed=7)
+    assert [v.metadata["variant_of"] for v in chosen] == ["a", "b"]
+    alone = sample_per_original([v for v in variants if v.metadata["variant_of"] == "b"], seed=7)
+    assert alone == chosen[1:]  # other originals in the set do not change b's draw
+    assert sample_per_original(variants, seed=7) == chosen
+
+
 # ------------------------------------------------------------------------ CLI
 def cli(*argv: str) -> int:
     import argparse
@@ -280,6 +348,22 @@ def test_cli_llm_pipeline_and_clear_errors(tmp_path, capsys, monkeypatch):
     log = json.loads(out.with_suffix(".log.json").read_text())
     assert log["method"].startswith("LLM pipeline") and read_variant_set(out) == []
     assert all(entry["generation_issues"] == ["no <variant> block"] for entry in log["problems"])
+
+
+def test_cli_keeps_one_variant_per_problem_unless_asked_for_all(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    spec = "scripted:tests.test_variants:all_valid"
+    one, every = tmp_path / "one.jsonl", tmp_path / "all.jsonl"
+    assert cli("variants", "math", "-n", "2", "--model", spec, "--out", str(one)) == 0
+    assert "2 variant(s) (6 validated, kept one)" in capsys.readouterr().out
+    assert len({v.metadata["variant_of"] for v in read_variant_set(one)}) == 2
+    log = json.loads(one.with_suffix(".log.json").read_text())
+    assert log["keep"] == "one" and log["seed"] == 0
+    assert (
+        cli("variants", "math", "-n", "2", "--model", spec, "--keep", "all", "--out", str(every))
+        == 0
+    )
+    assert len(read_variant_set(every)) == 6
 
 
 @pytest.mark.slow

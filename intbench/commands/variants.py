@@ -2,6 +2,7 @@
 
 intbench variants math -n 20 --per-problem 3 --out variants.jsonl
 intbench variants brainteaser --model smollm2 --out teasers.jsonl
+intbench variants brainteaser --model smollm2 --keep all --out all-valid.jsonl
 intbench variants math --run runs/math --out variants.jsonl
 intbench generalize --run runs/math --variants variants.jsonl --out runs/math-gen
 """
@@ -36,7 +37,20 @@ def add_parser(subparsers: Any) -> None:
     make.add_argument("--split", default=None)
     make.add_argument("-n", type=int, default=10, help="number of original problems (default 10)")
     make.add_argument("--seed", type=int, default=0, help="problem and variant seed (default 0)")
-    make.add_argument("--per-problem", type=int, default=3, help="variants per problem (default 3)")
+    make.add_argument(
+        "--per-problem",
+        type=int,
+        default=None,
+        help="procedural: variants per problem (default 3); LLM pipeline: candidates generated "
+        "per problem before validation (default 5, as in Int-Bench App. C.2)",
+    )
+    make.add_argument(
+        "--keep",
+        choices=("one", "all"),
+        default="one",
+        help="LLM pipeline: one validated variant per problem, sampled with --seed (default, "
+        "as in Int-Bench §3.4), or all validated variants",
+    )
     make.add_argument(
         "--model", default=None, help="model spec for the LLM pipeline (e.g. smollm2)"
     )
@@ -96,15 +110,16 @@ def run_variants(args) -> int:
     from intbench.envs.domains import DataSourceError
     from intbench.generalization import VariantPipeline, procedural_variants, write_variant_set
     from intbench.generalization.procedural import is_procedural
+    from intbench.generalization.variants import DEFAULT_CANDIDATES
 
-    if args.per_problem < 1:
+    if args.per_problem is not None and args.per_problem < 1:
         return _fail("--per-problem must be at least 1")
     if args.out.suffix != ".jsonl":
         return _fail(f"--out must end in .jsonl, got {args.out}")
     try:
         problems = _originals(args)
         if args.model is None and all(is_procedural(p) for p in problems):
-            result = procedural_variants(problems, args.per_problem, args.seed)
+            result = procedural_variants(problems, args.per_problem or 3, args.seed)
             method = "procedural"
         elif args.model is None:
             return _fail(
@@ -112,15 +127,25 @@ def run_variants(args) -> int:
                 "pass --model SPEC to use the LLM pipeline"
             )
         else:
-            result = VariantPipeline(args.model, args.per_problem, args.cache_dir).run(problems)
+            pipeline = VariantPipeline(
+                args.model,
+                args.per_problem or DEFAULT_CANDIDATES,
+                args.cache_dir,
+                keep=args.keep,
+                seed=args.seed,
+            )
+            result = pipeline.run(problems)
             method = f"LLM pipeline ({args.model})"
     except (DataSourceError, FileNotFoundError, ValueError) as exc:
         return _fail(str(exc))
     write_variant_set(args.out, result.variants)
     log_path = args.out.with_suffix(".log.json")
     atomic_write_json(log_path, {"method": method, **result.to_dict()})
+    validated = (
+        "" if method == "procedural" else f" ({len(result.validated)} validated, kept {args.keep})"
+    )
     print(
-        f"{args.out}: {len(result.variants)} variant(s) of {len(problems)} problem(s) "
+        f"{args.out}: {len(result.variants)} variant(s){validated} of {len(problems)} problem(s) "
         f"[{method}]; log in {log_path}"
     )
     return 0

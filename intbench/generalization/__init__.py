@@ -26,6 +26,7 @@ from intbench.generalization.procedural import procedural_variants
 from intbench.generalization.variant_set import (
     VariantSetError,
     read_variant_set,
+    sample_per_original,
     write_variant_set,
 )
 from intbench.generalization.variants import (
@@ -67,5 +68,6 @@ __all__ = [
     "generalization_table",
     "procedural_variants",
     "read_variant_set",
+    "sample_per_original",
     "write_variant_set",
 ]

@@ -4,16 +4,21 @@ Each variant carries ``metadata["variant_of"]`` (the original problem's id) and
 ``metadata["skill"]`` (the skill it shares with the original).  The file is the
 hand-off between ``intbench variants`` and the generalization evaluation, and
 it is written atomically so that an interrupted run never leaves half a file.
+
+Int-Bench (§3.4) evaluates generalization on a single valid variant per
+original; :func:`sample_per_original` draws it reproducibly.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from intbench.cache import stable_hash
 from intbench.records import Problem
 
 REQUIRED_METADATA = ("variant_of", "skill")
@@ -89,3 +94,18 @@ def variants_by_original(variants: list[Problem]) -> dict[str, list[Problem]]:
     for variant in variants:
         groups[variant.metadata["variant_of"]].append(variant)
     return dict(groups)
+
+
+def sample_per_original(variants: list[Problem], seed: int = 0) -> list[Problem]:
+    """One variant of each original, drawn at random (Int-Bench §3.4: "a single
+    valid variant is sampled"), in the order the originals first appear.
+
+    The draw depends only on ``seed``, the original's id and its variants in
+    file order, so the same set and seed always give the same choice, whatever
+    else the set holds.
+    """
+    chosen = []
+    for original, group in variants_by_original(variants).items():
+        rng = random.Random(int(stable_hash("variant-sample", seed, original)[:16], 16))
+        chosen.append(group[rng.randrange(len(group))])
+    return chosen

@@ -4,12 +4,21 @@
    (template ``skill_extract``).
 2. :class:`SkillClusterer` — groups the labels into a taxonomy of categories
    (``skill_cluster``).
-3. :class:`ProblemGenerator` — N candidate variants per problem that keep the
-   skill and change surface form, context and parameters (``variant_generate``).
-4. :class:`Validator` — drops candidates that test another skill or whose
-   reference answer is wrong (``variant_validate``); a candidate whose own
-   worked solution ends in a different answer than the one it states is
-   dropped as well, without asking the model.
+3. :class:`ProblemGenerator` — N candidate variants per problem (5, as in
+   App. C.2) that keep the problem's skill *category* and change surface
+   form, context and parameters (``variant_generate``).
+4. :class:`Validator` — drops candidates that fall outside the target skill
+   category (the validator sees the whole taxonomy) or whose reference answer
+   is wrong (``variant_validate``); a candidate whose own worked solution ends
+   in a different answer than the one it states is dropped as well, without
+   asking the model.
+
+Steps 3 and 4 work on the clustered category, as Table 3 specifies, with the
+fine-grained label beside it; a problem whose label the clusterer left
+uncategorised falls back to the label alone (the log says so).  Finally one
+validated variant per original is sampled, seeded and reproducibly
+(:func:`~intbench.generalization.variant_set.sample_per_original`), as §3.4
+does; ``keep="all"`` keeps every validated variant instead.
 
 Every stage works with any chat backend, sends one batched ``generate`` call
 for all its prompts, and caches raw replies on disk (``JsonCache`` namespace
@@ -39,6 +48,7 @@ from intbench.cache import JsonCache, stable_hash
 from intbench.envs.domains import registry
 from intbench.envs.domains.prompting import render_messages
 from intbench.generalization.parsing import (
+    UNCATEGORIZED,
     Candidate,
     SkillLabel,
     Taxonomy,
@@ -48,6 +58,7 @@ from intbench.generalization.parsing import (
     parse_taxonomy,
     parse_validation,
 )
+from intbench.generalization.variant_set import sample_per_original
 from intbench.records import Problem
 from intbench.verifiers import verify
 
@@ -68,6 +79,10 @@ def __getattr__(name: str) -> Any:
 
 CACHE_NAMESPACE = "variant-pipeline"
 VARIANT_SOURCE = "intbench-variants-llm"
+DEFAULT_CANDIDATES = 5
+"""Candidates generated per reference problem (Int-Bench App. C.2)."""
+KEEP = ("one", "all")
+"""What the pipeline returns: one sampled validated variant per original, or all validated ones."""
 
 # Labelling and checking want the model's single best reply; writing problems wants variety.
 DEFAULT_SAMPLING = {
@@ -180,12 +195,21 @@ class ProblemGenerator(_Stage):
     template = "variant_generate"
 
     def generate(
-        self, problems: list[Problem], skills: list[str], n: int
+        self,
+        problems: list[Problem],
+        skills: list[str],
+        n: int,
+        categories: list[dict | None] | None = None,
     ) -> list[tuple[list[Candidate], list[str], Reply]]:
-        """Per problem: (up to ``n`` candidates, reasons for unusable blocks, raw reply)."""
+        """Per problem: (up to ``n`` candidates, reasons for unusable blocks, raw reply).
+
+        ``categories`` are the problems' assigned skill categories
+        (``{"name", "description"}``, or ``None`` for a label without one).
+        """
+        categories = categories or [None] * len(problems)
         conversations = [
-            self.messages(p.domain, problem=p, skill=s, n=n)
-            for p, s in zip(problems, skills, strict=True)
+            self.messages(p.domain, problem=p, skill=s, category=c, n=n)
+            for p, s, c in zip(problems, skills, categories, strict=True)
         ]
         results = []
         for reply in self.complete(conversations):
@@ -205,12 +229,24 @@ class Validator(_Stage):
 
     template = "variant_validate"
 
-    def validate(self, items: list[tuple[Problem, str, Candidate]]) -> list[Validation]:
-        """One verdict per ``(original, skill, candidate)``; failures are rejections with ``error``."""
+    def validate(
+        self,
+        items: list[tuple[Problem, str, Candidate]],
+        categories: list[dict | None] | None = None,
+        taxonomy: list[dict] | None = None,
+    ) -> list[Validation]:
+        """One verdict per ``(original, skill, candidate)``; failures are rejections with ``error``.
+
+        ``categories`` are the items' target skill categories (``None``: the
+        label alone) and ``taxonomy`` the dataset's categories, which the
+        validator sees so that it can tell a candidate of another category.
+        """
+        categories = categories or [None] * len(items)
         conversations = [
-            self.messages(original.domain, original=original, skill=skill, candidate=candidate)
-            for original, skill, candidate in items
-        ]
+            self.messages(original.domain, original=original, skill=skill, candidate=candidate,
+                          category=category, categories=taxonomy or [])
+            for (original, skill, candidate), category in zip(items, categories, strict=True)
+        ]  # fmt: skip
         return [
             Validation(None, None, error=reply.error)
             if reply.error
@@ -253,10 +289,14 @@ class PipelineResult:
     variants: list[Problem]
     log: list[dict]
     taxonomy: dict = field(default_factory=dict)
+    validated: list[Problem] = field(default_factory=list)  # every candidate that passed
+    keep: str = "all"
+    seed: int = 0
 
     def to_dict(self) -> dict:
         """The log and taxonomy as JSON (variants go to the variant-set file)."""
-        return {"taxonomy": self.taxonomy, "problems": self.log}
+        return {"keep": self.keep, "seed": self.seed, "taxonomy": self.taxonomy,
+                "problems": self.log}  # fmt: skip
 
 
 class VariantPipeline:
@@ -264,21 +304,31 @@ class VariantPipeline:
 
     Args:
         model: a model spec or backend used for every step.
-        n_variants: candidates asked for per problem (before validation).
+        n_variants: candidates asked for per problem, before validation [5, App. C.2].
         cache_dir: root of the reply cache [``$INTBENCH_CACHE`` or ``~/.cache/intbench``].
         sampling: per-step overrides, keyed by template name
             (``skill_extract``, ``skill_cluster``, ``variant_generate``, ``variant_validate``).
+        keep: ``"one"`` validated variant per original, sampled with ``seed`` (§3.4),
+            or ``"all"`` of them [``"one"``].
+        seed: seeds the choice of the kept variant [0].
     """
 
     def __init__(
         self,
         model: str | ChatBackend,
-        n_variants: int = 3,
+        n_variants: int = DEFAULT_CANDIDATES,
         cache_dir: str | os.PathLike | None = None,
         sampling: dict[str, SamplingParams] | None = None,
+        keep: str = "one",
+        seed: int = 0,
     ) -> None:
         if isinstance(n_variants, bool) or not isinstance(n_variants, int) or n_variants < 1:
             raise ValueError(f"n_variants must be a positive integer, got {n_variants!r}")
+        if keep not in KEEP:
+            raise ValueError(f"keep must be one of {KEEP}, got {keep!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an int, got {seed!r}")
+        self.keep, self.seed = keep, seed
         unknown = set(sampling or {}) - set(DEFAULT_SAMPLING)
         if unknown:
             raise ValueError(
@@ -300,7 +350,7 @@ class VariantPipeline:
             ValueError: ``problems`` mixes domains.
         """
         if not problems:
-            return PipelineResult([], [])
+            return PipelineResult([], [], keep=self.keep, seed=self.seed)
         domains = {p.domain for p in problems}
         if len(domains) > 1:
             raise ValueError(f"problems mix domains {sorted(domains)}; run one domain at a time")
@@ -326,10 +376,26 @@ class VariantPipeline:
         labelled = [i for i, (label, _) in enumerate(labels) if label.skill]
         skills = [labels[i][0].skill for i in labelled]
         taxonomy, cluster_reply = self.clusterer.cluster(skills, domain)
+        named = {c["name"]: c for c in taxonomy.categories if c["name"] != UNCATEGORIZED}
+        # The categories as the generator and validator see them: name and description.
+        shown = [{"name": c["name"], "description": c["description"]} for c in named.values()]
+        target: dict[int, dict | None] = {}
         for i in labelled:
-            log[i]["skill_category"] = taxonomy.assignment.get(labels[i][0].skill)
+            name = taxonomy.assignment.get(labels[i][0].skill)
+            log[i]["skill_category"] = name
+            category = named.get(name)
+            # What steps 3 and 4 were conditioned on: the category, or the label alone.
+            log[i]["conditioned_on"] = "skill_category" if category else "skill"
+            target[i] = (
+                {"name": category["name"], "description": category["description"]}
+                if category
+                else None
+            )
         generated = self.generator.generate(
-            [problems[i] for i in labelled], skills, self.n_variants
+            [problems[i] for i in labelled],
+            skills,
+            self.n_variants,
+            [target[i] for i in labelled],
         )
         pending: list[tuple[int, int, Problem]] = []  # (problem index, candidate index, variant)
         for i, (candidates, issues, _) in zip(labelled, generated, strict=True):
@@ -345,7 +411,9 @@ class VariantPipeline:
             [
                 (problems[i], log[i]["skill"], Candidate(v.question, v.answer, v.solution or ""))
                 for i, _, v in pending
-            ]
+            ],
+            [target[i] for i, _, _ in pending],
+            shown,
         )
         kept = []
         for (i, k, variant), validation in zip(pending, validations, strict=True):
@@ -354,15 +422,22 @@ class VariantPipeline:
             reasons = _rejections(variant, problems[i], validation)
             entry["rejected_because"] = reasons
             entry["kept"] = not reasons
+            entry["sampled"] = False
             if not reasons:
                 variant.metadata["validation"] = {"reason": validation.reason}
                 kept.append(variant)
+        chosen = sample_per_original(kept, self.seed) if self.keep == "one" else list(kept)
+        chosen_ids = {v.id for v in chosen}
+        for entry in log:
+            for candidate in entry["candidates"]:
+                if candidate["id"] in chosen_ids:
+                    candidate["sampled"] = True
         taxonomy_dict = {
             "categories": taxonomy.categories,
             "error": taxonomy.error,
             "reply": cluster_reply.text if cluster_reply else None,
         }
-        return PipelineResult(kept, log, taxonomy_dict)
+        return PipelineResult(chosen, log, taxonomy_dict, kept, self.keep, self.seed)
 
     def _as_problem(
         self, original: Problem, index: int, candidate: Candidate, entry: dict
