@@ -276,13 +276,15 @@ class MonitorEnv(FlowEnv):
         return fields["intervene"], fields["message"][:MAX_MESSAGE], position, quote, None
 
     def _locate(self, position: int, quote: str) -> QuoteMatch:
+        # The domain's answer format marks where the final answer begins (App. A.2).
+        domain = self._problem.domain
         if quote.strip():
-            return locate_quote(self._trace, quote)
+            return locate_quote(self._trace, quote, domain)
         if position < 0:
             return QuoteMatch(None, None, "no_quote")
         if position > len(self._trace):
             return QuoteMatch(None, "position", "not_found")
-        if position > final_answer_start(self._trace):
+        if position > final_answer_start(self._trace, domain):
             return QuoteMatch(position, "position", "in_final_answer")
         return QuoteMatch(position, "position", None)
 
