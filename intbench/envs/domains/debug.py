@@ -1,14 +1,19 @@
-"""Code debugging: DebugEval-style repair problems.
+"""Code debugging: repair the bug in a given Python program.
 
-Hub: DebugEval (Yang et al.) distributes its data through Google Drive, not
-the hub.  The hub source is DebugBench (``Rtian/DebugBench``, split ``test``,
-Apache-2.0), which DebugEval draws on; its columns are taken from the
-DebugBench paper/repository and could NOT be confirmed from the card here:
-``slug``, ``question``, ``examples``, ``constraints``, ``buggy_code``,
-``solution``, ``bug_explanation``, ``category``, ``subtype``, ``level``,
-``language``.  DebugBench has no executable tests (it was judged on
-LeetCode), so hub problems carry ``tests=None`` unless a row has a ``tests``
-column in IntBench's format; the code verifier then reports "error".
+Hub (Int-Bench's set): DebugEval's code-repair rows (``yangweiqing/DebugEval``,
+split ``test``), Python only, each joined by ``question_id`` with its
+stdin/stdout tests from the dataset's ``atcoder_private_test_cases.jsonl``.
+DebugBench (``Rtian/DebugBench``) is the other source: its Python rows get
+tests built from their examples wherever the reference reproduces them
+(``debug_sources.load_debugbench``, or its file as a local source).
+:mod:`intbench.envs.domains.debug_sources` describes both sources, how a local
+file gets its tests and which rows are dropped (and counted): rows in other
+languages and rows without working tests.
+
+The hub source is read through ``datasets.load_dataset("yangweiqing/DebugEval",
+split="test")``.  Which of the repository's files that split holds could not
+be checked here (the card was out of reach); ``debug_sources.load_debugeval``
+names the two files explicitly instead.
 
 Offline: HumanEval canonical solutions with bugs injected by
 :mod:`intbench.envs.domains.bug_injection`.  A bug is kept only if the
@@ -27,14 +32,7 @@ import logging
 import os
 from pathlib import Path
 
-from intbench.envs.domains.base import (
-    BUILTIN_TEMPLATES,
-    Domain,
-    HubRef,
-    as_list,
-    hub_provenance,
-    provenance,
-)
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, provenance
 from intbench.envs.domains.bug_injection import iter_bugs
 from intbench.envs.domains.codeforces import (
     HUMANEVAL_LICENSE,
@@ -43,12 +41,17 @@ from intbench.envs.domains.codeforces import (
     humaneval_problems,
     split_check,
 )
+from intbench.envs.domains.debug_sources import (
+    DEBUGEVAL_ID,
+    DEBUGEVAL_LICENSE,
+    grade,
+    grader_failed,
+    row_to_problem,
+)
 from intbench.records import Problem
 
 logger = logging.getLogger(__name__)
 
-HUB_ID = "Rtian/DebugBench"
-HUB_LICENSE = "Apache-2.0"
 BUG_SEED = 0
 BUGS_PER_PROBLEM = 2
 MAX_ATTEMPTS_PER_PROBLEM = 8
@@ -68,46 +71,6 @@ def debug_question(buggy_code: str) -> str:
         "function (signature included) in one ```python fenced block.\n\n"
         f"```python\n{buggy_code.rstrip()}\n```"
     )
-
-
-def row_to_problem(row: dict, split: str, index: int) -> Problem:
-    """Map a DebugBench-style row (``buggy_code``, ``solution``, ...) to a Problem."""
-    statement = str(row["question"])
-    for key, title in (("examples", "Examples"), ("constraints", "Constraints")):
-        if row.get(key):
-            value = row[key]
-            text = "\n".join(map(str, value)) if isinstance(value, list) else str(value)
-            statement += f"\n\n{title}:\n{text}"
-    buggy = str(row["buggy_code"])
-    tests = row.get("tests")
-    if isinstance(tests, str):
-        tests = json.loads(tests) if tests.strip() else None
-    return Problem(
-        id=f"debug/{split}/{row.get('slug') or index}",
-        domain="debug",
-        question=f"{statement}\n\nThis code has a bug; fix it:\n\n```\n{buggy.rstrip()}\n```",
-        solution=row.get("solution"),
-        tests=tests,
-        fields={
-            "buggy_code": buggy,
-            "bug_type": row.get("subtype") or row.get("category"),
-            "original_code": row.get("solution"),
-            "bug_explanation": row.get("bug_explanation"),
-        },
-        metadata=hub_provenance(
-            HUB_ID,
-            split,
-            HUB_LICENSE,
-            language=row.get("language"),
-            difficulty=row.get("level"),
-            category=row.get("category"),
-            tags=as_list(row.get("tags")),
-        ),
-    )
-
-
-def _fenced(code: str) -> str:
-    return f"```python\n{code.rstrip()}\n```"
 
 
 def make_debug_problem(record: dict, bug: dict, number: int) -> Problem:
@@ -142,44 +105,27 @@ class VerifierUnavailableError(RuntimeError):
     """The code verifier could not grade the reference solutions."""
 
 
-_INFRA_REASONS = {"crashed", "not_run", "sandbox_error"}  # the harness failed, not the program
-
-
-def _grade(verify, problem: Problem, code: str, tries: int = 2):
-    """Verify ``code``; a verdict caused by the sandbox itself is retried, never trusted."""
-    verdict = verify(problem, _fenced(code))
-    for _ in range(tries - 1):
-        if not _infra_failure(verdict):
-            break
-        verdict = verify(problem, _fenced(code))
-    return verdict
-
-
-def _infra_failure(verdict) -> bool:
-    return verdict.status == "error" or (verdict.details or {}).get("reason") in _INFRA_REASONS
-
-
 def _bugs_for(record: dict, verify) -> tuple[list[dict], bool]:
     """Verified bugs for one record, and whether the grader itself failed somewhere."""
     reference = humaneval_problem(record)
     original = record["prompt"] + record["canonical_solution"]
-    verdict = _grade(verify, reference, original)
+    verdict = grade(reference, original, verify)
     if verdict.status != "correct":
         logger.warning("reference of %s not accepted: %s", record["task_id"], verdict.feedback)
-        return [], _infra_failure(verdict)
+        return [], grader_failed(verdict)
     kept: list[dict] = []
     used_types: set[str] = set()
     attempts = 0
-    grader_failed = False
+    had_errors = False
     for bug in iter_bugs(original, record["entry_point"], seed=BUG_SEED):
         if len(kept) >= BUGS_PER_PROBLEM or attempts >= MAX_ATTEMPTS_PER_PROBLEM:
             break
         if bug.bug_type in used_types:
             continue  # one bug per type keeps the set varied
         attempts += 1
-        verdict = _grade(verify, reference, bug.code)
-        if _infra_failure(verdict):
-            grader_failed = True
+        verdict = grade(reference, bug.code, verify)
+        if grader_failed(verdict):
+            had_errors = True
         elif verdict.status == "incorrect":
             used_types.add(bug.bug_type)
             kept.append(
@@ -191,7 +137,7 @@ def _bugs_for(record: dict, verify) -> tuple[list[dict], bool]:
                     "buggy_code": bug.code,
                 }
             )
-    return kept, grader_failed
+    return kept, had_errors
 
 
 def build_verified_bugs(workers: int | None = None) -> tuple[list[dict], bool]:
@@ -259,12 +205,12 @@ DOMAIN = Domain(
     answer_format=ANSWER_FORMAT,
     verifier="intbench.verifiers.code:verify_code",
     templates=BUILTIN_TEMPLATES / "debug",
-    hub={"test": HubRef(HUB_ID, "test")},
+    hub={"test": HubRef(DEBUGEVAL_ID, "test")},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test",),
     offline_source="HumanEval with verified injected bugs (cached after the first build)",
-    license=HUB_LICENSE,
-    hub_schema_confirmed=False,
+    license=DEBUGEVAL_LICENSE,
+    hub_schema_confirmed=False,  # the columns are DebugEval's code's; the card was not read
     offline_needs_build=lambda: not cache_path().is_file(),
 )
