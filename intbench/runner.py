@@ -18,6 +18,9 @@ per round (one padded forward pass locally, parallel requests on a server).
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import json
 import logging
 import os
 import time
@@ -37,6 +40,7 @@ from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError
 __all__ = [
     "EPISODE_TIMEOUT_S",
     "ConfigMismatchError",
+    "ReplayError",
     "RunLockedError",
     "RunConfig",
     "RunResult",
@@ -67,9 +71,14 @@ class RunConfig:
     source: str = "offline"
     split: str | None = None
     env_options: dict[str, Any] = field(default_factory=dict)
+    replay_interventions: str | None = None
+    """A Standard monitor run whose interventions this run replays (Int-Bench §3.3)."""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if data["replay_interventions"] is None:
+            del data["replay_interventions"]  # configs saved before the option stay comparable
+        return data
 
 
 def episode_seed(config: RunConfig, key: str) -> int:
@@ -120,6 +129,8 @@ def _run_locked(
 
     out = run_dir.path
     run_dir.check_config(config.to_dict())
+    if config.replay_interventions:
+        check_replay(config)  # before any model loads
     # Models, problems and the teacher first: a start that fails here leaves
     # no config.json behind, so the corrected command is not refused.
     envs = [_make_env(config) for _ in range(max(1, concurrency))]
@@ -127,7 +138,10 @@ def _run_locked(
     problems = first.problems
     protocol = protocol_of(config.env_id)
     condition = getattr(first, "condition", None)
-    teacher = make_teacher(config.teacher, protocol, condition)
+    if config.replay_interventions:
+        teacher = replay_teacher(config, problems)
+    else:
+        teacher = make_teacher(config.teacher, protocol, condition)
     run_dir.save_config(config.to_dict())
     run_dir.save_problems(problems)
     log = run_dir.log()
@@ -161,7 +175,7 @@ def _run_locked(
                 executor,
             )
             for (slot, key), (obs, info) in zip(starting, resets, strict=True):
-                teacher.reset(slot)
+                teacher.reset(slot, key)
                 active[slot] = {
                     "key": key, "obs": obs, "info": info, "step": 0, "start": reset_at
                 }  # fmt: skip
@@ -219,9 +233,13 @@ def _make_env(config: RunConfig):
 
 
 def _finish_record(episode: Episode, config: RunConfig, key: str, teacher, slot: int) -> Episode:
-    episode.teacher = config.teacher
+    # An env that knows who wrote the feedback (self-feedback: the student's model) says so.
+    episode.teacher = episode.teacher or config.teacher
     problem_index, repeat = key.split(":")
     episode.metadata.update(run_key=key, problem_index=int(problem_index), repeat=int(repeat))
+    finish = getattr(teacher, "finish", None)
+    if finish is not None:
+        finish(slot, episode)
     outputs = getattr(teacher, "outputs", {}).get(slot)
     if outputs is not None:
         episode.metadata["teacher_outputs"] = outputs
@@ -275,6 +293,141 @@ def _tick(bar, student, teacher) -> None:
         generated += backend.usage.completion_tokens
     if elapsed > 0:
         bar.set_postfix(tok_s=f"{generated / elapsed:.1f}")
+
+
+# ------------------------------------------------------------------ replays
+class ReplayError(ValueError):
+    """A run cannot replay the interventions of the run it names; the message says why."""
+
+
+REPLAY_FREE_OPTIONS = ("post", "reward")
+"""Env options a replaying run may set apart from the run it replays: what the student
+does after the intervention and how that is scored.  Every other option, and the
+env, student, problems and seed, must be the same, so the replay sees the same
+baseline traces cut at the same places."""
+
+_SAME_RUN_FIELDS = ("env_id", "student", "source", "split", "n", "seed")
+
+
+def _options_with_defaults(env_id: str, options: dict) -> dict:
+    """``options`` over the env's defaults, as JSON values (so saved and given ones compare)."""
+    import intbench.envs  # noqa: F401  (registers the ids)
+
+    spec = gym.spec(env_id)
+    module, _, name = spec.entry_point.partition(":")
+    options_class = getattr(importlib.import_module(module), name).options_class
+    defaults = {}
+    for f in dataclasses.fields(options_class):
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = f.default_factory()
+    return json.loads(json.dumps({**defaults, **spec.kwargs, **options}, default=str))
+
+
+def _replay_keys(source: RunDir, repeats: int) -> list[str]:
+    if not source.problems_path.is_file():
+        raise ReplayError(f"{source.path} has no problems yet; run it before replaying it")
+    count = len(source.problems())
+    return [f"{i}:{r}" for r in range(repeats) for i in range(count)]
+
+
+def _usable(episode: Episode | None) -> bool:
+    # A record that failed after its intervention still says where and what the teacher said.
+    return episode is not None and (not episode.error or episode.intervention is not None)
+
+
+def replayed_config(path: str | os.PathLike) -> dict:
+    """The saved configuration of the run at ``path``.
+
+    Raises:
+        ReplayError: ``path`` holds no readable ``config.json``.
+    """
+    source = RunDir(path)
+    if not source.config_path.is_file():
+        raise ReplayError(f"{source.path} is not a run directory (no config.json)")
+    saved = source.config()
+    if not isinstance(saved, dict) or "env_id" not in saved:
+        raise ReplayError(f"{source.config_path} is unreadable")
+    return saved
+
+
+def check_replay(config: RunConfig) -> dict:
+    """Check that ``config.replay_interventions`` names a finished Standard monitor run over
+    the same env, student and problems; return its saved configuration.  Reads files only.
+
+    Raises:
+        ReplayError: one line saying what does not fit.
+    """
+    source = RunDir(config.replay_interventions)
+    where = str(source.path)
+    saved = replayed_config(source.path)
+    try:
+        protocols = protocol_of(config.env_id), protocol_of(saved["env_id"])
+    except (KeyError, ValueError):
+        protocols = None, None
+    if protocols[0] != "monitor":
+        raise ReplayError(f"only monitor runs replay interventions, not {config.env_id}")
+    if protocols[1] != "monitor":
+        raise ReplayError(f"{where} is not a monitor run ({saved['env_id']})")
+    ours = _options_with_defaults(config.env_id, config.env_options)
+    theirs = _options_with_defaults(saved["env_id"], saved.get("env_options") or {})
+    if theirs["condition"] != "standard":
+        raise ReplayError(f"{where} is a {theirs['condition']} run; replay a Standard run")
+    if ours["condition"] != "standard":
+        raise ReplayError("replayed interventions need the standard condition (--condition)")
+    given = config.to_dict()
+    for name in _SAME_RUN_FIELDS:
+        if given[name] != saved.get(name):
+            raise ReplayError(
+                f"{where} ran {name}={saved.get(name)!r}, this run {name}={given[name]!r}; "
+                "a replay needs the same env, student and problems"
+            )
+    for name in sorted(set(ours) | set(theirs)):
+        if name not in REPLAY_FREE_OPTIONS and ours.get(name) != theirs.get(name):
+            raise ReplayError(
+                f"{where} ran with {name}={theirs.get(name)!r}, this run with "
+                f"{name}={ours.get(name)!r}; only {', '.join(REPLAY_FREE_OPTIONS)} may differ"
+            )
+    if config.teacher != saved.get("teacher"):
+        raise ReplayError(
+            f"--teacher {config.teacher!r} is not the teacher of {where} "
+            f"({saved.get('teacher')!r}); leave --teacher out"
+        )
+    if config.repeats > saved.get("repeats", 1):
+        raise ReplayError(
+            f"{where} has {saved.get('repeats', 1)} repeat(s), this run asks for {config.repeats}"
+        )
+    keys = _replay_keys(source, config.repeats)
+    episodes = {e.metadata.get("run_key"): e for e in source.episodes()}
+    missing = [key for key in keys if not _usable(episodes.get(key))]
+    if missing:
+        raise ReplayError(
+            f"{where} has no finished episode for {len(missing)} of the {len(keys)} this run "
+            f"replays (first: {missing[0]}); resume that run first"
+        )
+    return saved
+
+
+def replay_teacher(config: RunConfig, problems: list[Problem]):
+    """The teacher replaying ``config.replay_interventions`` on ``problems`` (see
+    :class:`~intbench.teachers.ReplayTeacher`)."""
+    from intbench.teachers import ReplayedIntervention, ReplayTeacher
+
+    source = RunDir(config.replay_interventions)
+    if [p.id for p in source.problems()] != [p.id for p in problems]:
+        raise ReplayError(f"{source.path} ran other problems than this run draws")
+    plan = {}
+    for episode in source.episodes():
+        key = episode.metadata.get("run_key")
+        intervention = episode.intervention
+        plan[key] = ReplayedIntervention(
+            position=intervention.position if intervention else None,
+            message=(intervention.message or "") if intervention else "",
+            baseline=episode.baseline.text if episode.baseline is not None else None,
+            episode_id=episode.episode_id,
+        )
+    return ReplayTeacher(plan, str(source.path))
 
 
 def run_problems(run_dir: str | os.PathLike) -> list[Problem]:

@@ -13,7 +13,7 @@ import copy
 import difflib
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from intbench.agents.backends.loading import KNOWN_KINDS, parse_spec
@@ -85,7 +85,7 @@ class PolicyTeacher:
         self._policies: dict[int, Any] = {}
         self._unseeded: set[int] = set()
 
-    def reset(self, slot: int) -> None:
+    def reset(self, slot: int, key: str | None = None) -> None:
         self._policies[slot] = copy.deepcopy(self._template)
         self._unseeded.add(slot)
 
@@ -146,7 +146,7 @@ class ModelTeacher:
         self.incremental = local and protocol == "monitor" and condition != "oracle"
         self._deciders: dict[int, KVCacheDecider] = {}
 
-    def reset(self, slot: int) -> None:
+    def reset(self, slot: int, key: str | None = None) -> None:
         self.outputs[slot] = []
         self.tokens[slot] = [0, 0]
         self._deciders.pop(slot, None)
@@ -232,6 +232,67 @@ class ModelTeacher:
             "message": decision.message or "",
             **extra,
         }
+
+
+@dataclass(frozen=True)
+class ReplayedIntervention:
+    """What a Standard run's teacher did in one episode.
+
+    ``position`` is ``None`` when it did not intervene; ``baseline`` is the
+    student trace it watched, so a replay can tell that it sees the same one.
+    """
+
+    position: int | None
+    message: str
+    baseline: str | None
+    episode_id: str | None
+
+
+class ReplayTeacher:
+    """Replays, per episode key, the interventions of an earlier Standard monitor run.
+
+    Int-Bench §3.3 compares Standard-Continue with Stop-and-Answer on the same
+    intervention messages: the replay intervenes with the recorded message as
+    soon as the revealed prefix reaches the recorded position (the same
+    baseline and increments reveal the same prefixes), and never intervenes in
+    an episode where the Standard teacher did not.
+    """
+
+    def __init__(self, plan: dict[str, ReplayedIntervention], source: str):
+        self.plan = plan
+        self.source = source
+        self._current: dict[int, tuple[str, ReplayedIntervention | None]] = {}
+
+    def reset(self, slot: int, key: str | None = None) -> None:
+        self._current[slot] = (key, self.plan.get(key))
+
+    def act(
+        self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]
+    ) -> list[Any]:
+        actions = []
+        for slot, (_, info) in zip(slots, steps, strict=True):
+            _, entry = self._current[slot]
+            due = entry is not None and entry.position is not None
+            if due and int(info["revealed_chars"]) >= entry.position:
+                actions.append({"intervene": 1, "message": entry.message})
+            else:
+                actions.append({"intervene": 0, "message": ""})
+        return actions
+
+    def finish(self, slot: int, episode) -> None:
+        """Note where the episode's interventions came from; a baseline other than the
+        one the Standard teacher watched makes them meaningless, so the episode fails."""
+        key, entry = self._current.get(slot, (None, None))
+        episode.metadata["replayed_from"] = {
+            "run": self.source,
+            "episode_id": entry.episode_id if entry else None,
+        }
+        baseline = episode.baseline.text if episode.baseline is not None else None
+        if entry is not None and entry.baseline is not None and baseline != entry.baseline:
+            episode.error = episode.error or (
+                f"the student's baseline for episode {key} differs from the one in {self.source}, "
+                "so its intervention cannot be replayed (same student, sampling and cache needed)"
+            )
 
 
 def make_teacher(

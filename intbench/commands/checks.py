@@ -83,6 +83,30 @@ def check_env_options(env_id: str, options: Mapping[str, Any]) -> None:
         raise UsageError(f"bad env option for {env_id}: {exc}") from None
 
 
+def check_replay(config) -> None:
+    """``--replay-interventions`` names a finished Standard monitor run over the same
+    env, student and problems (only files are read)."""
+    from intbench.runner import ReplayError, check_replay
+
+    try:
+        check_replay(config)
+    except ReplayError as exc:
+        raise UsageError(f"--replay-interventions: {exc}") from None
+
+
+def replayed_teacher(path) -> str:
+    """The teacher of the run that ``--replay-interventions`` names."""
+    from intbench.runner import ReplayError, replayed_config
+
+    try:
+        teacher = replayed_config(path).get("teacher")
+    except ReplayError as exc:
+        raise UsageError(f"--replay-interventions: {exc}") from None
+    if not isinstance(teacher, str) or not teacher:
+        raise UsageError(f"--replay-interventions: {path} names no teacher in its config.json")
+    return teacher
+
+
 def check_run(config, concurrency: int) -> None:
     """Everything about one run that can be checked without loading a model."""
     check_env_id(config.env_id)
@@ -97,3 +121,5 @@ def check_run(config, concurrency: int) -> None:
         config.env_id,
         {**config.env_options, "student": config.student, "n": config.n},
     )
+    if getattr(config, "replay_interventions", None):
+        check_replay(config)

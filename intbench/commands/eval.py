@@ -7,11 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from intbench.commands.checks import check_run
+from intbench.commands.checks import UsageError, check_run, replayed_teacher
 from intbench.metrics import summarize
 from intbench.runner import (
     EPISODE_TIMEOUT_S,
     ConfigMismatchError,
+    ReplayError,
     RunConfig,
     RunLockedError,
     run_eval,
@@ -48,8 +49,19 @@ def add_parser(subparsers) -> None:
     _common(run)
     run.add_argument(
         "--teacher",
-        required=True,
-        help="policy (never, always, at:0.5, random:0.1, oracle) or model spec",
+        default=None,
+        help="policy (never, always, at:0.5, random:0.1, oracle) or model spec; required "
+        "unless --replay-interventions reuses a run's teacher",
+    )
+    run.add_argument(
+        "--replay-interventions",
+        type=Path,
+        default=None,
+        metavar="RUN_DIR",
+        help="monitor: replay, per episode, the intervention (position and message) of the "
+        "Standard run in RUN_DIR instead of asking a teacher, e.g. with --post stop for "
+        "Stop-and-Answer on the same messages; episodes it did not intervene in stay "
+        "without intervention",
     )
     run.add_argument(
         "--student", default="smollm2", help="student model spec (default: the embedded smollm2)"
@@ -142,7 +154,9 @@ def parse_env_option_items(
     return options
 
 
-def _config(args, teacher: str, student: str, options: dict) -> RunConfig:
+def _config(
+    args, teacher: str, student: str, options: dict, replay: str | None = None
+) -> RunConfig:
     return RunConfig(
         env_id=args.env,
         teacher=teacher,
@@ -154,6 +168,7 @@ def _config(args, teacher: str, student: str, options: dict) -> RunConfig:
         source=args.source,
         split=args.split,
         env_options=options,
+        replay_interventions=replay,
     )
 
 
@@ -167,7 +182,7 @@ def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
             progress=not args.no_progress,
             episode_timeout_s=args.episode_timeout,
         )
-    except (ConfigMismatchError, RunLockedError) as exc:
+    except (ConfigMismatchError, RunLockedError, ReplayError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
     print(
@@ -177,7 +192,14 @@ def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
 
 
 def _eval(args) -> int:
-    config = _config(args, args.teacher, args.student, env_options(args))
+    teacher, replay = args.teacher, None
+    if args.replay_interventions is not None:
+        # Saved resolved, so a resume from another directory names the same run.
+        replay = str(args.replay_interventions.resolve())
+        teacher = teacher or replayed_teacher(replay)
+    if not teacher:
+        raise UsageError("--teacher is required (or --replay-interventions RUN_DIR)")
+    config = _config(args, teacher, args.student, env_options(args), replay)
     episodes = _run(config, args.out, args)
     if episodes is None:
         return 2
