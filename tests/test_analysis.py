@@ -1,4 +1,5 @@
-"""LLM analyses of runs: leakage audit and the three-stage intervention categorisation.
+"""LLM analyses of runs: leakage audit and the three-stage intervention categorisation
+(functional role and solution leakage, Int-Bench App. C.3 and F.7).
 
 Judges are scripted callables that read the prompt, so every number below is
 computed by hand from the records built here.
@@ -20,9 +21,10 @@ from intbench.analysis import (
     category_shares,
     collect_messages,
     load_taxonomy,
+    paper_taxonomy,
     parse_category,
     parse_leakage,
-    parse_role_label,
+    parse_reason,
     parse_taxonomy,
     run_categorization,
     run_leakage_audit,
@@ -141,21 +143,6 @@ def test_parse_leakage_errors_are_never_a_no_leak(text, error):
     parsed = parse_leakage(text)
     assert parsed.level is None and parsed.leaked is None
     assert error in parsed.error
-
-
-def test_parse_role_label_keeps_role_and_leakage_errors_apart():
-    parsed = parse_role_label(
-        "Role: Points out an arithmetic error.\nLeakage: Partial\nExplanation: x"
-    )
-    assert (parsed.role, parsed.leakage.level, parsed.error) == (
-        "Points out an arithmetic error",
-        "partial",
-        None,
-    )
-    no_role = parse_role_label("Leakage: None")
-    assert no_role.role is None and "Role" in no_role.error and no_role.leakage.level == "none"
-    no_leak = parse_role_label("Role: asks a question")
-    assert no_leak.role == "asks a question" and no_leak.leakage.level is None
 
 
 def test_parse_taxonomy_finds_json_among_chatter():
@@ -337,7 +324,7 @@ def test_problems_are_rebuilt_from_a_real_run(tmp_path, cache, monkeypatch):
 
 
 # ----------------------------------------------------------- categorisation
-TAXONOMY_REPLY = """Here is the taxonomy.
+ROLE_TAXONOMY = """Here is the taxonomy.
 ```json
 {"categories": [
   {"name": "Error identification", "description": "Points at a mistake."},
@@ -345,33 +332,53 @@ TAXONOMY_REPLY = """Here is the taxonomy.
   {"name": "Strategy suggestion", "description": "Proposes a method."}
 ]}
 ```"""
-ROLES = {  # keyword -> (role label, leakage, category)
-    "carry": ("points out an arithmetic error", "None", "Error identification"),
-    "answer is": ("gives the final answer", "Full", "Answer giving"),
-    "try": ("suggests a strategy", "Partial", "Strategy suggestion"),
-    "weather": ("small talk", "None", "Small talk"),
+LEAK_TAXONOMY = (
+    '{"categories": [{"name": "Full solution revealed", "description": "All of it."}, '
+    '{"name": "Broad process hint", "description": "Nothing specific."}]}'
+)
+# keyword of the message -> (stage-1 reason, stage-1 leakage description)
+EXPLAIN = {
+    "carry": ("points out an arithmetic error", "reveals nothing specific"),
+    "answer is": ("gives the final answer", "reveals the whole answer"),
+    "try": ("suggests a strategy", "reveals nothing specific"),
+    "weather": ("small talk", "reveals nothing specific"),
 }
+# stage-1 explanation -> stage-3 category
+RELABEL = {
+    "points out an arithmetic error": "Error identification",
+    "gives the final answer": "Answer giving",
+    "suggests a strategy": "Strategy suggestion",
+    "small talk": "Small talk",  # not in the taxonomy: a relabel error
+    "reveals nothing specific": "Broad process hint",
+    "reveals the whole answer": "Full solution revealed",
+}
+ROLE_TASK = "Your task is to understand how this intervention is helping the student."
+LEAK_TASK = "determine how much of the solution it reveals to the student."
 
 
 def _keyword(update: str) -> str:
-    return next(k for k in ROLES if k in update.lower())
+    return next(k for k in EXPLAIN if k in update.lower())
 
 
 def category_judge(messages: list[dict]) -> str:
     prompt = messages[-1]["content"]
-    if "Merge them into a small taxonomy" in prompt:
-        return TAXONOMY_REPLY
+    if prompt.startswith("Here is a list of reasons"):
+        return ROLE_TAXONOMY
+    if prompt.startswith("Here is a list of descriptions"):
+        return LEAK_TAXONOMY
+    if prompt.startswith("You are categorizing an intervention reason"):
+        reason = re.search(r"\*\*Intervention reason to categorize:\*\* (.*)", prompt).group(1)
+        return f"Category: {RELABEL[reason]}"
     update = update_of(messages)
-    role, leakage, category = ROLES[_keyword(update)]
-    if "Describe what the message does" in prompt:
-        return (
-            "no idea" if "JUNK" in update else f"Role: {role}\nLeakage: {leakage}\nExplanation: x"
-        )
-    return f"Category: {category}\nExplanation: x"
+    role, leakage = EXPLAIN[_keyword(update)]
+    if ROLE_TASK in prompt:
+        return "no idea" if "JUNK" in update else f"Reason: {role}."
+    assert LEAK_TASK in prompt
+    return f"**Solution Revealed:** {leakage}"
 
 
-# A: carry (None), answer (Full), try (Partial), carry (None)
-# B: answer (Full), try (Partial), JUNK carry (no label -> category only), weather (not in taxonomy)
+# A: carry, answer, try, carry
+# B: answer, try, JUNK carry (no role reason; leakage still read), weather (role not in taxonomy)
 CATEGORY_RECORDS = [
     monitor_record("a0", "p0", "hf:A", "Check the carry.", False),
     monitor_record("a1", "p1", "hf:A", "The answer is 6.", True),
@@ -385,7 +392,60 @@ CATEGORY_RECORDS = [
 NAMES = ["Error identification", "Answer giving", "Strategy suggestion"]
 
 
-def test_three_stage_pipeline_and_table_1_by_hand(tmp_path, cache):
+def test_parse_reason_reads_either_dimension_field():
+    assert parse_reason("Reason: It flags the carry.").reason == "It flags the carry"
+    revealed = parse_reason("**Solution Revealed:** the key step", "Solution Revealed")
+    assert revealed.reason == "the key step" and revealed.error is None
+    assert "missing 'Reason:'" in parse_reason("Solution Revealed: all").error
+    assert parse_reason("").error == "empty judge output"
+
+
+def test_both_labelling_prompts_share_the_papers_context_block(tmp_path, cache):
+    # Int-Bench App. F.7: one shared context (problem, reference solution, the reasoning in
+    # 50-character chunks up to the intervention, the message); only "# Your Task" differs.
+    prompts = []
+
+    def judge(messages):
+        prompts.append(messages[-1]["content"])
+        return category_judge(messages)
+
+    run = write_run(tmp_path / "run", CATEGORY_RECORDS[:1])
+    run_categorization(
+        run, ScriptedBackend(judge, spec="scripted:ctx"), problems=PROBLEMS, cache=cache
+    )
+    role = next(p for p in prompts if ROLE_TASK in p)
+    leakage = next(p for p in prompts if LEAK_TASK in p)
+
+    def context(prompt):
+        return prompt[prompt.index("# Problem Context") : prompt.index("# Your Task")]
+
+    assert context(role) == context(leakage)
+    shared = context(role)
+    assert "Reference solution: SOLUTION-0: 0 + 5 = 5.\n\nFinal answer: 5" in shared
+    assert "The reasoning is shown in chunks of 50 characters each." in shared
+    # TRACE has 79 characters: chunks end at 50 and 79; the message came after 12 of them
+    assert "Intervention occurred at chunk: 1\nChunks shown before intervention: 1\n" in shared
+    assert "Total chunks in reasoning: 2" in shared
+    assert f"<student_reasoning>\n{TRACE[:12]}\n</student_reasoning>" in shared
+    assert "LLM intervention message: <update>Check the carry.</update>" in shared
+    assert role.rstrip().endswith(
+        "Reason: <your one-line explanation of how the intervention helps the student>"
+    )
+    assert leakage.rstrip().endswith(
+        "Solution Revealed: <your one-line description of how much solution is revealed>"
+    )
+    # both clustering prompts tell the judge that categories are not domain-specific
+    clusters = [p for p in prompts if p.startswith("Here is a list of")]
+    assert len(clusters) == 2
+    assert all("IMPORTANT: Ensure the categories are NOT domain-specific." in p for p in clusters)
+    # the relabelling prompt categorises the stage-1 explanation, not the message
+    relabels = [p for p in prompts if p.startswith("You are categorizing")]
+    assert len(relabels) == 2 and not any("Check the carry." in p for p in relabels)
+    assert any("**Intervention reason to categorize:** points out an arithmetic error" in p
+               for p in relabels)  # fmt: skip
+
+
+def test_three_stage_pipeline_for_both_dimensions_and_table_1_by_hand(tmp_path, cache):
     prompts = []
 
     def judge(messages):
@@ -396,73 +456,121 @@ def test_three_stage_pipeline_and_table_1_by_hand(tmp_path, cache):
     result = run_categorization(
         run, ScriptedBackend(judge, spec="scripted:cat"), problems=PROBLEMS, cache=cache
     )
-    assert [c["name"] for c in result.result.taxonomy] == NAMES
-    # stage 2 saw each distinct label once, the most frequent first
-    cluster_prompt = next(p for p in prompts if "Merge them" in p)
-    listed = re.findall(r"^- (.*)$", cluster_prompt, re.MULTILINE)
-    assert listed == [
+    taxonomies = result.result.taxonomies
+    assert [c["name"] for c in taxonomies["role"]] == NAMES
+    assert [c["name"] for c in taxonomies["leakage"]] == [
+        "Full solution revealed",
+        "Broad process hint",
+    ]
+    # stage 2 saw each distinct explanation once per dimension, the most frequent first
+    role_cluster = next(p for p in prompts if p.startswith("Here is a list of reasons"))
+    assert re.findall(r"^- (.*)$", role_cluster, re.MULTILINE) == [
         "gives the final answer",
         "points out an arithmetic error",
         "suggests a strategy",
         "small talk",
     ]
-    assert result.result.labels["points out an arithmetic error"] == 2
-    assert len(prompts) == 8 + 1 + 8 and result.judge_calls == 17
-    # stage 1 and 3 prompts carry the student's reasoning up to the intervention
-    assert all(TRACE[:12] in p for p in prompts if "Merge them" not in p)
+    leak_cluster = next(p for p in prompts if p.startswith("Here is a list of descriptions"))
+    assert re.findall(r"^- (.*)$", leak_cluster, re.MULTILINE) == [
+        "reveals nothing specific",
+        "reveals the whole answer",
+    ]
+    assert result.result.labels["leakage"] == {
+        "reveals nothing specific": 6,
+        "reveals the whole answer": 2,
+    }
+    # stage 1: 8 x 2; stage 2: 2; stage 3: 7 role reasons + 8 leakage descriptions
+    assert len(prompts) == 16 + 2 + 15 and result.judge_calls == 33
 
     rows = {r["key"]: r for r in result.result.rows}
-    assert rows["b2:0"]["category"] == "Error identification" and rows["b2:0"]["leakage"] is None
-    assert "label" in rows["b2:0"]["errors"]
-    assert rows["b3:0"]["category"] is None and "not one of" in rows["b3:0"]["errors"]["relabel"]
+    assert rows["b2:0"]["role_reason"] is None and "role_label" in rows["b2:0"]["errors"]
+    assert rows["b2:0"]["leakage_category"] == "Broad process hint"
+    assert rows["b3:0"]["role_category"] is None
+    assert "not one of" in rows["b3:0"]["errors"]["role_relabel"]
+    assert rows["a1:0"]["leakage_category"] == "Full solution revealed"
 
-    shares = category_shares(result.result.rows, result.result.taxonomy)
-    a, b, everyone = (shares[t]["categories"] for t in ("hf:A", "hf:B", "all"))
-    assert (shares["hf:A"]["n"], shares["hf:B"]["n"], shares["hf:B"]["n_errors"]) == (4, 3, 1)
-    assert (
-        a["Error identification"]["share"] == 0.5 and a["Error identification"]["leak_share"] == 0.0
-    )
-    assert a["Answer giving"]["share"] == 0.25 and a["Answer giving"]["leak_share"] == 1.0
-    assert b["Error identification"]["share"] == pytest.approx(1 / 3)
-    assert math.isnan(
-        b["Error identification"]["leak_share"]
-    )  # its only message had no leakage label
-    assert everyone["Error identification"]["share"] == pytest.approx(3 / 7)
-    assert everyone["Strategy suggestion"]["leak_share"] == 1.0
-    assert everyone["Error identification"]["n_leak_rated"] == 2
+    role = category_shares(result.result.rows, taxonomies["role"], "role")
+    a, b = role["hf:A/standard"], role["hf:B/standard"]
+    assert (a["n"], b["n"], b["n_errors"], role["all"]["n"]) == (4, 2, 2, 6)
+    assert a["categories"]["Error identification"]["share"] == 0.5
+    assert b["categories"]["Answer giving"]["share"] == 0.5
+    assert role["all"]["categories"]["Strategy suggestion"]["share"] == pytest.approx(2 / 6)
+    leak = category_shares(result.result.rows, taxonomies["leakage"], "leakage")
+    assert leak["hf:A/standard"]["categories"]["Full solution revealed"]["share"] == 0.25
+    assert leak["all"]["categories"]["Broad process hint"]["share"] == 0.75
 
-    table = (run / "analysis" / "intervention_categories.md").read_text()
-    assert (
-        "| Error identification | Points at a mistake. | 0.500 | 0.000 | 0.333 | n/a | 0.429 | 0.000 |"
-        in table
+    folder = run / "analysis"
+    table = (folder / "intervention_role.md").read_text()
+    assert "| Error identification | Points at a mistake. | 0.500 | 0.000 | 0.333 |" in table
+    assert "| Messages (categorised / uncategorised) |  | 4 / 0 | 2 / 2 | 6 / 2 |" in table
+    leak_table = (folder / "intervention_leakage.md").read_text()
+    assert "| Full solution revealed | All of it. | 0.250 | 0.250 | 0.250 |" in leak_table
+    assert (folder / "intervention_leakage.csv").read_text().splitlines()[0] == (
+        "category,description,hf:A/standard,hf:B/standard,all"
     )
-    assert "| Messages (categorised / uncategorised) |  | 4 / 0 |  | 3 / 1 |  | 7 / 1 |  |" in table
-    csv_header = (run / "analysis" / "intervention_categories.csv").read_text().splitlines()[0]
-    assert (
-        csv_header
-        == "category,description,hf:A_share,hf:A_leak,hf:B_share,hf:B_leak,all_share,all_leak"
-    )
-    saved = json.loads((run / "analysis" / "categories.json").read_text())
-    assert saved["categories"][0]["name"] == "Error identification" and saved["given"] is False
-    lines = (run / "analysis" / "categorized.jsonl").read_text().splitlines()
-    assert len(lines) == 8
+    saved = json.loads((folder / "categories.json").read_text())
+    assert saved["dimensions"]["leakage"]["categories"][0]["name"] == "Full solution revealed"
+    assert saved["dimensions"]["role"]["given"] is False
+    assert len((folder / "categorized.jsonl").read_text().splitlines()) == 8
+    # the report reads both tables back from the run directory
+    from intbench.analysis.saved_tables import saved_analysis_tables
 
-    # the saved taxonomy is reusable: stage 2 is skipped, the same table comes out
+    saved_tables = saved_analysis_tables([run], samples=20)
+    assert [t.name for t in saved_tables] == ["intervention_role", "intervention_leakage"]
+    assert saved_tables[1].to_markdown() == result.tables[1].to_markdown()
+
+    # the saved taxonomies are reusable: stage 2 is skipped, the same tables come out
     prompts.clear()
     again = run_categorization(run, ScriptedBackend(judge, spec="scripted:cat"), problems=PROBLEMS,
-                               cache=cache, taxonomy=load_taxonomy(run / "analysis" / "categories.json"))  # fmt: skip
+                               cache=cache, taxonomy=load_taxonomy(folder / "categories.json"))  # fmt: skip
     assert again.judge_calls == 0 and not prompts  # every answer came from the cache
-    assert again.table.to_markdown() == result.table.to_markdown()
+    assert [t.to_markdown() for t in again.tables] == [t.to_markdown() for t in result.tables]
+
+
+def test_paper_taxonomy_is_table_1s_categories(tmp_path, cache):
+    # Int-Bench Table 1(b): the solution-leakage clusters; 1(a): the functional roles.
+    taxonomy = paper_taxonomy()
+    assert [c["name"] for c in taxonomy["leakage"]] == [
+        "Full solution revealed",
+        "Strong narrowing or near-solution scaffold",
+        "Key mechanism disclosure",
+        "Minor local correction",
+        "Answer revealed without full explanation",
+        "Partial worked solution",
+        "General reframing hint",
+        "Wrong-path rejection",
+        "Validation only",
+        "Broad process hint",
+    ]
+    assert len(taxonomy["role"]) == 16
+    assert taxonomy["role"][0]["name"] == "Redirecting away from an unproductive path"
+    prompts = []
+
+    def judge(messages):
+        prompts.append(messages[-1]["content"])
+        if messages[-1]["content"].startswith("You are categorizing"):
+            return "Category: Key mechanism disclosure"
+        return category_judge(messages)
+
+    run = write_run(tmp_path / "run", CATEGORY_RECORDS[:2])
+    result = run_categorization(run, ScriptedBackend(judge, spec="scripted:paper"),
+                                problems=PROBLEMS, cache=cache, taxonomy="paper")  # fmt: skip
+    assert not any(p.startswith("Here is a list of") for p in prompts)  # no clustering
+    assert all(r["leakage_category"] == "Key mechanism disclosure" for r in result.result.rows)
+    relabels = [p for p in prompts if p.startswith("You are categorizing")]
+    assert sum("- Wrong-path rejection\n" in p for p in relabels) == 2  # the leakage ones
+    assert sum("- Correcting local errors\n" in p for p in relabels) == 2  # the role ones
+    assert load_taxonomy("paper") == taxonomy
 
 
 def test_unusable_taxonomy_stops_with_a_clear_error(tmp_path, cache):
     def judge(messages):
-        if "Merge them" in messages[-1]["content"]:
+        if messages[-1]["content"].startswith("Here is a list of descriptions"):
             return "Categories: hints, answers"
         return category_judge(messages)
 
     run = write_run(tmp_path / "run", CATEGORY_RECORDS[:2])
-    with pytest.raises(AnalysisError, match="--taxonomy"):
+    with pytest.raises(AnalysisError, match="solution leakage taxonomy is unusable.*--taxonomy"):
         run_categorization(run, ScriptedBackend(judge), problems=PROBLEMS, cache=cache)
     with pytest.raises(AnalysisError, match="nothing to cluster"):
         run_categorization(run, ScriptedBackend(lambda m: "??"), problems=PROBLEMS, cache=cache)
@@ -472,6 +580,9 @@ def test_unusable_taxonomy_stops_with_a_clear_error(tmp_path, cache):
     (tmp_path / "bad.json").write_text('{"categories": [{"description": "no name"}]}')
     with pytest.raises(AnalysisError, match="without a name"):
         load_taxonomy(tmp_path / "bad.json")
+    (tmp_path / "odd.json").write_text('{"tone": ["Warm"]}')
+    with pytest.raises(AnalysisError, match="unknown categorisation dimension"):
+        load_taxonomy(tmp_path / "odd.json")
 
 
 # ---------------------------------------------------------------------- CLI
@@ -495,7 +606,12 @@ def test_cli_runs_both_analyses(tmp_path, capsys):
     )
     assert _cli(["analyze", "categorize", str(run), "--judge", "scripted:tests.test_analysis:category_judge",
                  "--cache", cache]) == 0  # fmt: skip
-    assert "8 teacher message(s) in 3 categories; 1 uncategorised" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert (
+        "8 teacher message(s): 3 role categories, 2 uncategorised; "
+        "2 leakage categories, 0 uncategorised" in out
+    )
+    assert "Table 1(a)" in out and "Table 1(b)" in out
     assert _cli(["analyze", "leakage", str(tmp_path / "nowhere"), "--judge", "smollm2"]) == 2
     assert "not a run directory" in capsys.readouterr().err
     assert (
@@ -523,7 +639,13 @@ def test_embedded_model_as_judge_end_to_end(tmp_path, cache):
     audit = run_leakage_audit(run, "smollm2", problems=PROBLEMS, cache=cache, samples=20)
     assert len(audit.rows) == 2
     assert all((r["level"] in ("none", "partial", "full")) != bool(r["error"]) for r in audit.rows)
-    result = run_categorization(run, "smollm2", problems=PROBLEMS, cache=cache,
-                                taxonomy=[{"name": n, "description": ""} for n in NAMES])  # fmt: skip
-    assert all(r["category"] in NAMES or r["errors"].get("relabel") for r in result.result.rows)
-    assert (run / "analysis" / "intervention_categories.md").is_file()
+    result = run_categorization(run, "smollm2", problems=PROBLEMS, cache=cache, taxonomy="paper")
+    names = {d: {c["name"] for c in t} for d, t in result.result.taxonomies.items()}
+    for row in result.result.rows:
+        for d in ("role", "leakage"):
+            assert (
+                row[f"{d}_category"] in names[d]
+                or row["errors"].get(f"{d}_relabel")
+                or (row["errors"].get(f"{d}_label"))
+            )
+    assert (run / "analysis" / "intervention_leakage.md").is_file()

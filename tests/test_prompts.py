@@ -185,11 +185,13 @@ def template_vars(name: str, problem: Problem) -> dict:
             "candidate": {"question": "Find 3^50 mod 7.", "answer": "2"},
             "skill": "modular exponentiation",
         },
-        "categorize_label": {"problem": problem, "prefix": TRANSCRIPT[:80], "message": MESSAGE},
-        "categorize_cluster": {"labels": ["points out an error", "suggests a strategy"]},
+        "categorize_role": _categorize_context(problem),
+        "categorize_leakage": _categorize_context(problem),
+        "categorize_cluster_role": {"labels": ["points out an error", "suggests a strategy"]},
+        "categorize_cluster_leakage": {"labels": ["reveals the key step", "reveals nothing"]},
         "categorize_relabel": {
             "taxonomy": [{"name": "Error flag", "description": "names a mistake"}, "Strategy"],
-            "message": MESSAGE,
+            "reason": "points out an error",
         },
         "leakage_judge": {
             "solution": _reference(problem),
@@ -205,6 +207,12 @@ def template_vars(name: str, problem: Problem) -> dict:
         "tutor_solve": {"problem": problem},
     }
     return table[name]
+
+
+def _categorize_context(problem: Problem) -> dict:
+    """The variables of the shared context block of the two categorisation labelling prompts."""
+    return {"problem": problem, "reference": _reference(problem), "chunk_size": 50, "at_chunk": 2,
+            "chunks_shown": 2, "total_chunks": 5, "prefix": TRANSCRIPT[:80], "message": MESSAGE}  # fmt: skip
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
@@ -307,9 +315,14 @@ STANDARD_TAGS = ["Intervene: [Yes/No]\nIntervention: <If 'Yes', write", "Student
             "variant_validate",
             ["Same skill: Yes or No", "Answer correct: Yes or No", "Find 3^50 mod 7."],
         ),
-        ("categorize_label", ["Role:", "Leakage: None, Partial or Full"]),
-        ("categorize_cluster", ['{"categories"', "suggests a strategy"]),
-        ("categorize_relabel", ["- Error flag: names a mistake\n- Strategy", "Category:"]),
+        ("categorize_role", ["# Problem Context", "# Your Task", "\nReason: <"]),
+        ("categorize_leakage", ["# Problem Context", "# Your Task", "\nSolution Revealed: <"]),
+        (
+            "categorize_cluster_role",
+            ['{"categories"', "suggests a strategy", "NOT domain-specific"],
+        ),
+        ("categorize_cluster_leakage", ['{"categories"', "reveals nothing", "NOT domain-specific"]),
+        ("categorize_relabel", ["- Error flag: names a mistake\n- Strategy", "Category: <"]),
         ("leakage_judge", ["Leakage: None, Partial or Full", MESSAGE]),
         ("tutor_teacher_ideation", ["Student: Where should I start?"]),
         ("tutor_checker", ["Leak: Yes or No", "Reason:", "Think about periodicity."]),

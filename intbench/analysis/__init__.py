@@ -1,19 +1,22 @@
 """LLM-based analyses of finished runs: the leakage audit and the intervention
-categorisation (Int-Bench's three-stage pipeline, reported as its Table 1).
+categorisation (Int-Bench's three-stage pipeline for functional role and
+solution leakage, reported as its Table 1).
 
 Both read a run directory's episode records, ask a judge model through one
 batched, cached pass per stage, and write their results to ``DIR/analysis/``.
 """
 
 from intbench.analysis.categorize import (
+    DIMENSIONS,
     Categorization,
     CategorizationRun,
     categorize_messages,
     category_shares,
     category_table,
     load_taxonomy,
+    paper_taxonomy,
     parse_category,
-    parse_role_label,
+    parse_reason,
     parse_taxonomy,
     run_categorization,
 )
@@ -34,6 +37,7 @@ from intbench.analysis.messages import (
 )
 
 __all__ = [
+    "DIMENSIONS",
     "AnalysisError",
     "CachedJudge",
     "Categorization",
@@ -52,7 +56,8 @@ __all__ = [
     "load_taxonomy",
     "parse_category",
     "parse_leakage",
-    "parse_role_label",
+    "paper_taxonomy",
+    "parse_reason",
     "parse_taxonomy",
     "run_categorization",
     "run_leakage_audit",

@@ -1,21 +1,31 @@
-"""Intervention categorisation: the Int-Bench paper's three-stage pipeline.
+"""Intervention categorisation: the Int-Bench paper's bottom-up pipeline (App. C.3, F.7).
 
-1. **Label**: an LLM describes each teacher message's functional role in a
-   short free-form label and rates its solution leakage (``categorize_label``).
-2. **Cluster**: the distinct labels go to the LLM in one prompt, which merges
-   them into a small taxonomy of named, described categories
-   (``categorize_cluster``; JSON output).
-3. **Relabel**: every message is assigned to exactly one category of that
-   fixed taxonomy (``categorize_relabel``).
+Every teacher message is categorised along two dimensions, each in three stages:
 
-The result is the paper's Table 1: for each category and teacher, the share
-of the teacher's messages in the category and, among them, the share that
-leak (stage-1 leakage Partial or Full).  A taxonomy can also be given
-(``taxonomy=``), which skips stage 2, so that several runs are compared in
-the same categories.  Unparsable stage-1/3 output is recorded per message as
-an error and left out of the shares it would enter (and counted); a stage-2
-reply without a usable taxonomy stops the pipeline with an error, since
-nothing downstream can proceed without one.
+* **functional role**: how the message helps the student;
+* **solution leakage**: how much of the solution it reveals.
+
+1. **Label** (L1): the judge explains the message in one line, once per
+   dimension (``categorize_role``: ``Reason:``; ``categorize_leakage``:
+   ``Solution Revealed:``).  Both prompts share one context block
+   (``_categorize_context.j2``): the problem, the reference solution, the
+   student's reasoning up to the intervention in the run's chunks, and the
+   message.
+2. **Cluster** (L2): the distinct explanations of a dimension go to the judge
+   in one prompt (``categorize_cluster_role``, ``categorize_cluster_leakage``),
+   which groups them into named, described, domain-independent categories
+   (JSON reply).
+3. **Relabel** (L3): each message's explanation is assigned to exactly one
+   category of that dimension's taxonomy (``categorize_relabel``).
+
+The result is the paper's Table 1: per dimension, for each category and
+teacher (and condition), the share of the teacher's messages in it.  A
+taxonomy can be given per dimension (``taxonomy=``, or ``"paper"`` for Table
+1's category names), which skips stage 2 for that dimension, so that several
+runs are compared in the same categories.  Unparsable stage-1/3 output is
+recorded per message and dimension as an error and left out of the shares
+(and counted); a stage-2 reply without a usable taxonomy stops the pipeline
+with an error, since nothing downstream can proceed without one.
 """
 
 from __future__ import annotations
@@ -31,18 +41,12 @@ from pathlib import Path
 from intbench.agents.base import ChatBackend, SamplingParams
 from intbench.agents.parsing import strip_think
 from intbench.analysis.judging import CachedJudge
-from intbench.analysis.leakage_audit import (
-    ALL_TEACHERS,
-    ANALYSIS_DIR,
-    JUDGE_SAMPLING,
-    LeakageParse,
-    field_values,
-    parse_leakage,
-)
+from intbench.analysis.leakage_audit import ALL_TEACHERS, ANALYSIS_DIR, JUDGE_SAMPLING, field_values
 from intbench.analysis.messages import (
     AnalysisError,
     TeacherMessage,
     collect_messages,
+    reference_text,
     resolve_problem_map,
 )
 from intbench.analysis.output import jsonable, write_jsonl, write_table
@@ -54,27 +58,93 @@ from intbench.rundir import RunDir
 
 CLUSTER_SAMPLING = SamplingParams(temperature=0.0, max_tokens=1024)
 DEFAULT_MAX_LABELS = 200
-"""Labels sent to the clustering prompt: the most frequent ones, so the prompt stays bounded."""
+"""Explanations sent to a clustering prompt: the most frequent ones, so the prompt stays bounded."""
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One of the two things a message is categorised by."""
+
+    name: str  # "role" or "leakage": the prefix of its row fields
+    title: str
+    label_template: str
+    field: str  # the stage-1 reply's field
+    cluster_template: str
+    paper: tuple[str, ...]  # Table 1's categories, in the paper's order
+
+
+DIMENSIONS = (
+    Dimension(
+        "role",
+        "functional role",
+        "categorize_role",
+        "Reason",
+        "categorize_cluster_role",
+        (
+            "Redirecting away from an unproductive path",
+            "Reframing the problem representation",
+            "Correcting local errors",
+            "Refocusing attention on salient evidence",
+            "Connecting partial insights into a coherent whole",
+            "Narrowing the search space",
+            "Prompting pattern recognition",
+            "Validating productive reasoning",
+            "Encouraging verification and self-checking",
+            "Extending a correct partial solution",
+            "Clarifying rules and constraints",
+            "Modeling a systematic strategy",
+            "Providing targeted hints or candidate answers",
+            "Providing closure or final confirmation",
+            "Explaining why an answer fits",
+            "Supporting persistence and reducing frustration",
+        ),
+    ),
+    Dimension(
+        "leakage",
+        "solution leakage",
+        "categorize_leakage",
+        "Solution Revealed",
+        "categorize_cluster_leakage",
+        (
+            "Full solution revealed",
+            "Strong narrowing or near-solution scaffold",
+            "Key mechanism disclosure",
+            "Minor local correction",
+            "Answer revealed without full explanation",
+            "Partial worked solution",
+            "General reframing hint",
+            "Wrong-path rejection",
+            "Validation only",
+            "Broad process hint",
+        ),
+    ),
+)
+BY_NAME = {d.name: d for d in DIMENSIONS}
+PAPER = "paper"
+"""``taxonomy="paper"``: Table 1's category names for both dimensions (the paper gives no descriptions)."""
+
+
+def paper_taxonomy() -> dict[str, list[dict]]:
+    """Int-Bench Table 1's categories: ``{"role": [...], "leakage": [...]}``."""
+    return {d.name: [{"name": n, "description": ""} for n in d.paper] for d in DIMENSIONS}
 
 
 # ------------------------------------------------------------------ parsing
 @dataclass(frozen=True)
-class RoleLabel:
-    """A parsed stage-1 reply: the role label and the leakage verdict, each with its own error."""
+class ReasonParse:
+    """A parsed stage-1 reply: the one-line explanation, or ``None`` with an error."""
 
-    role: str | None
-    leakage: LeakageParse
-    error: str | None = None  # about the role; the leakage verdict carries its own
+    reason: str | None
+    error: str | None = None
 
 
-def parse_role_label(text: str) -> RoleLabel:
-    """Read ``Role:`` and ``Leakage:`` from a ``categorize_label`` reply (never raises)."""
+def parse_reason(text: str, name: str = "Reason") -> ReasonParse:
+    """Read the ``name:`` line (``Reason`` or ``Solution Revealed``) of a stage-1 reply (never raises)."""
     body = strip_think(text) if isinstance(text, str) else ""
-    leakage = parse_leakage(body)
-    roles = [r for r in field_values(body, "role") if r]
-    if not roles:
-        return RoleLabel(None, leakage, "missing 'Role:' line" if body else "empty judge output")
-    return RoleLabel(" ".join(roles[0].split()).rstrip("."), leakage)
+    values = [v for v in field_values(body, name) if v]
+    if not values:
+        return ReasonParse(None, f"missing '{name}:' line" if body else "empty judge output")
+    return ReasonParse(" ".join(values[0].split()).rstrip("."))
 
 
 @dataclass(frozen=True)
@@ -111,8 +181,39 @@ def validate_taxonomy(data: object) -> list[dict]:
     return categories
 
 
+def validate_taxonomies(data: object) -> dict[str, list[dict]]:
+    """The given taxonomy per dimension: ``"paper"``, or a mapping of ``role`` and/or
+    ``leakage`` to taxonomies; a single taxonomy (``{"categories": ...}`` or a
+    list, as earlier versions wrote) is the functional-role one.  A dimension
+    left out is clustered.
+
+    Raises:
+        AnalysisError: an unknown dimension or an unusable taxonomy.
+    """
+    if data == PAPER:
+        return paper_taxonomy()
+    if isinstance(data, list) or (isinstance(data, Mapping) and "categories" in data):
+        return {"role": validate_taxonomy(data)}
+    if not isinstance(data, Mapping):
+        raise AnalysisError(f"a taxonomy must be 'paper', a list or a mapping, got {data!r}"[:200])
+    unknown = set(data) - set(BY_NAME)
+    if unknown:
+        raise AnalysisError(
+            f"unknown categorisation dimension(s) {sorted(unknown)}; use {list(BY_NAME)}"
+        )
+    chosen = {}
+    for name, taxonomy in data.items():
+        if taxonomy is None:
+            continue
+        try:
+            chosen[name] = validate_taxonomy(taxonomy)
+        except AnalysisError as exc:
+            raise AnalysisError(f"{name} taxonomy: {exc}") from None
+    return chosen
+
+
 def parse_taxonomy(text: str) -> TaxonomyParse:
-    """Find the JSON taxonomy in a ``categorize_cluster`` reply (code fences and chatter allowed)."""
+    """Find the JSON taxonomy in a clustering reply (code fences and chatter allowed)."""
     body = strip_think(text) if isinstance(text, str) else ""
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", body):
@@ -168,12 +269,13 @@ def parse_category(text: str, names: Sequence[str]) -> CategoryParse:
 # ----------------------------------------------------------------- pipeline
 @dataclass
 class Categorization:
-    """The pipeline's result: one row per message, the taxonomy and the label counts."""
+    """The pipeline's result: one row per message, and per dimension the taxonomy,
+    the stage-1 explanation counts and the raw stage-2 reply (``None`` when given)."""
 
     rows: list[dict]
-    taxonomy: list[dict]
-    labels: dict[str, int]
-    cluster_output: str | None  # the raw stage-2 reply (None when the taxonomy was given)
+    taxonomies: dict[str, list[dict]]
+    labels: dict[str, dict[str, int]]
+    cluster_outputs: dict[str, str | None]
 
 
 def _label_counts(labels: Iterable[str]) -> dict[str, int]:
@@ -186,6 +288,40 @@ def _label_counts(labels: Iterable[str]) -> dict[str, int]:
     return {spelling[k]: n for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
 
 
+def context_variables(item: TeacherMessage, problem: Problem) -> dict:
+    """The shared context block's variables for one message (App. F.7)."""
+    return {
+        "problem": problem,
+        "reference": reference_text(problem),
+        "chunk_size": item.chunk_size,
+        "at_chunk": item.at_chunk,
+        "chunks_shown": item.at_chunk,
+        "total_chunks": item.total_chunks,
+        "prefix": item.prefix,
+        "message": item.message,
+    }
+
+
+def _cluster(dimension: Dimension, labels: dict[str, int], domain: str, judge: CachedJudge,
+             max_labels: int) -> tuple[list[dict], str]:  # fmt: skip
+    """Stage 2 for one dimension: the taxonomy and the judge's raw reply."""
+    if not labels:
+        raise AnalysisError(
+            f"no message got a readable {dimension.title} label, so there is nothing to cluster"
+        )
+    prompt = render_messages(domain, dimension.cluster_template, labels=list(labels)[:max_labels])
+    reply = judge.ask([prompt], CLUSTER_SAMPLING)[0]
+    if reply.error:
+        raise AnalysisError(f"the {dimension.title} clustering call failed: {reply.error}")
+    parsed = parse_taxonomy(reply.text)
+    if parsed.error:
+        raise AnalysisError(
+            f"the judge's {dimension.title} taxonomy is unusable ({parsed.error}); reply began "
+            f"{reply.text[:200]!r}. Pass a taxonomy file instead (--taxonomy)."
+        )
+    return parsed.categories, reply.text
+
+
 def categorize_messages(
     messages: Iterable[TeacherMessage],
     problems: Mapping[str, Problem],
@@ -194,158 +330,148 @@ def categorize_messages(
     taxonomy: object | None = None,
     max_labels: int = DEFAULT_MAX_LABELS,
 ) -> Categorization:
-    """Run the three stages over ``messages`` (each stage one batched, cached pass).
+    """Run the three stages for both dimensions over ``messages`` (each stage one
+    batched, cached pass over both).
 
-    Rows hold the message's identity and text, ``role``, ``leakage`` (level),
-    ``category`` and ``errors`` (per stage; a message with a stage error has
-    ``None`` in that stage's field).
+    Rows hold the message's identity and text and, per dimension ``d``
+    (``role``, ``leakage``), ``d_reason`` (stage 1) and ``d_category``
+    (stage 3), plus ``errors`` keyed ``d_label`` / ``d_relabel`` (a field is
+    ``None`` when its stage failed).
 
     Raises:
-        AnalysisError: no role label to cluster, or an unusable stage-2 taxonomy.
+        AnalysisError: no explanation to cluster, or an unusable stage-2 taxonomy.
     """
     if max_labels < 1:
         raise ValueError(f"max_labels must be at least 1, got {max_labels}")
+    given = validate_taxonomies(taxonomy) if taxonomy is not None else {}
     items = list(messages)
-    rows = [item.row() | {"message": item.message, "role": None, "leakage": None, "category": None, "errors": {}}
-            for item in items]  # fmt: skip
+    rows = []
+    for item in items:
+        row = item.row() | {"message": item.message, "errors": {}}
+        for dimension in DIMENSIONS:
+            row[f"{dimension.name}_reason"] = row[f"{dimension.name}_category"] = None
+        rows.append(row)
     known = [(row, item, problems[item.problem_id]) for row, item in zip(rows, items, strict=True)
              if item.problem_id in problems]  # fmt: skip
     for row in rows:
         if row["problem_id"] not in problems:
             row["errors"]["problem"] = f"problem {row['problem_id']!r} not found"
 
-    # Stage 1: role label and leakage per message.
-    prompts = [
-        render_messages(
-            item.domain,
-            "categorize_label",
-            problem=problem,
-            prefix=item.prefix,
-            message=item.message,
-        )
-        for _, item, problem in known
-    ]
-    for (row, _, _), reply in zip(known, judge.ask(prompts, JUDGE_SAMPLING), strict=True):
+    # Stage 1: one explanation per message and dimension, the shared context in each prompt.
+    asks = [(row, dimension, render_messages(item.domain, dimension.label_template,
+                                             **context_variables(item, problem)))
+            for row, item, problem in known for dimension in DIMENSIONS]  # fmt: skip
+    replies = judge.ask([prompt for _, _, prompt in asks], JUDGE_SAMPLING)
+    for (row, dimension, _), reply in zip(asks, replies, strict=True):
         if reply.error:
-            row["errors"]["label"] = reply.error
+            row["errors"][f"{dimension.name}_label"] = reply.error
             continue
-        parsed = parse_role_label(reply.text)
-        row.update(role=parsed.role, leakage=parsed.leakage.level)
+        parsed = parse_reason(reply.text, dimension.field)
+        row[f"{dimension.name}_reason"] = parsed.reason
         if parsed.error:
-            row["errors"]["label"] = parsed.error
-        if parsed.leakage.error:
-            row["errors"]["leakage"] = parsed.leakage.error
-    labels = _label_counts(row["role"] for row in rows if row["role"])
+            row["errors"][f"{dimension.name}_label"] = parsed.error
 
-    # Stage 2: the taxonomy.
-    cluster_output = None
-    if taxonomy is not None:
-        categories = validate_taxonomy(taxonomy)
-    else:
-        if not labels:
-            raise AnalysisError(
-                "no message got a readable role label, so there is nothing to cluster"
+    # Stage 2: a taxonomy per dimension, unless one was given.
+    taxonomies, labels, outputs = {}, {}, {}
+    for dimension in DIMENSIONS:
+        name = dimension.name
+        labels[name] = _label_counts(r[f"{name}_reason"] for r in rows if r[f"{name}_reason"])
+        if name in given:
+            taxonomies[name], outputs[name] = given[name], None
+        else:
+            # The clustering prompts do not depend on the domain; any domain renders them.
+            domain = known[0][1].domain if known else "math"
+            taxonomies[name], outputs[name] = _cluster(
+                dimension, labels[name], domain, judge, max_labels
             )
-        domain = known[0][
-            1
-        ].domain  # the cluster prompt is domain-independent; any domain renders it
-        prompt = render_messages(domain, "categorize_cluster", labels=list(labels)[:max_labels])
-        reply = judge.ask([prompt], CLUSTER_SAMPLING)[0]
-        if reply.error:
-            raise AnalysisError(f"the clustering call failed: {reply.error}")
-        cluster_output = reply.text
-        parsed_taxonomy = parse_taxonomy(reply.text)
-        if parsed_taxonomy.error:
-            raise AnalysisError(
-                f"the judge's taxonomy is unusable ({parsed_taxonomy.error}); reply began "
-                f"{reply.text[:200]!r}. Pass a taxonomy file instead (--taxonomy)."
-            )
-        categories = parsed_taxonomy.categories
 
-    # Stage 3: every message into the fixed taxonomy.
-    names = [c["name"] for c in categories]
-    prompts = [
-        render_messages(item.domain, "categorize_relabel", taxonomy=categories, problem=problem,
-                        prefix=item.prefix, message=item.message)
-        for _, item, problem in known
-    ]  # fmt: skip
-    for (row, _, _), reply in zip(known, judge.ask(prompts, JUDGE_SAMPLING), strict=True):
+    # Stage 3: every explanation into its dimension's fixed taxonomy.
+    asks = [(row, dimension, render_messages(item.domain, "categorize_relabel",
+                                             reason=row[f"{dimension.name}_reason"],
+                                             taxonomy=taxonomies[dimension.name]))
+            for row, item, _ in known for dimension in DIMENSIONS
+            if row[f"{dimension.name}_reason"]]  # fmt: skip
+    replies = judge.ask([prompt for _, _, prompt in asks], JUDGE_SAMPLING)
+    for (row, dimension, _), reply in zip(asks, replies, strict=True):
         if reply.error:
-            row["errors"]["relabel"] = reply.error
+            row["errors"][f"{dimension.name}_relabel"] = reply.error
             continue
-        parsed_category = parse_category(reply.text, names)
-        row["category"] = parsed_category.category
-        if parsed_category.error:
-            row["errors"]["relabel"] = parsed_category.error
-    return Categorization(rows, categories, labels, cluster_output)
+        names = [c["name"] for c in taxonomies[dimension.name]]
+        parsed = parse_category(reply.text, names)
+        row[f"{dimension.name}_category"] = parsed.category
+        if parsed.error:
+            row["errors"][f"{dimension.name}_relabel"] = parsed.error
+    return Categorization(rows, taxonomies, labels, outputs)
 
 
 # -------------------------------------------------------------------- table
-def category_shares(rows: list[dict], taxonomy: list[dict]) -> dict[str, dict]:
-    """Per teacher (sorted, then ``"all"``): for each category, the share of the
-    teacher's categorised messages in it and the leak share among those.
+def group_label(row: Mapping) -> str:
+    """The column a message is counted in: its teacher, and its condition where it has one
+    (Table 1 splits Standard and Oracle)."""
+    condition = row.get("condition")
+    return f"{row['teacher']}/{condition}" if condition else str(row["teacher"])
 
-    Returns ``{teacher: {"n": categorised, "n_errors": uncategorised,
-    "categories": {name: {"count", "share", "leak_share", "n_leak_rated"}}}}``.
-    ``leak_share`` counts messages whose stage-1 leakage is Partial or Full
-    among those with a readable leakage level (NaN if there are none).
+
+def category_shares(
+    rows: list[dict], taxonomy: list[dict], dimension: str = "role"
+) -> dict[str, dict]:
+    """Per teacher and condition (sorted, then ``"all"``): for each category of
+    ``dimension``, the share of the group's categorised messages in it.
+
+    Returns ``{group: {"n": categorised, "n_errors": uncategorised,
+    "categories": {name: {"count", "share"}}}}``.
     """
-    per_teacher: dict[str, list[dict]] = defaultdict(list)
+    key = f"{dimension}_category"
+    per_group: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
-        per_teacher[row["teacher"]].append(row)
-    groups = {t: per_teacher[t] for t in sorted(per_teacher)}
+        per_group[group_label(row)].append(row)
+    groups = {g: per_group[g] for g in sorted(per_group)}
     if rows:
         groups[ALL_TEACHERS] = list(rows)
     result = {}
-    for teacher, group in groups.items():
-        placed = [r for r in group if r["category"] is not None]
+    for group, members in groups.items():
+        placed = [r for r in members if r.get(key) is not None]
         categories = {}
         for category in taxonomy:
-            members = [r for r in placed if r["category"] == category["name"]]
-            rated = [r for r in members if r["leakage"] is not None]
-            leaking = sum(1 for r in rated if r["leakage"] != "none")
+            count = sum(1 for r in placed if r[key] == category["name"])
             categories[category["name"]] = {
-                "count": len(members),
-                "share": len(members) / len(placed) if placed else float("nan"),
-                "leak_share": leaking / len(rated) if rated else float("nan"),
-                "n_leak_rated": len(rated),
+                "count": count,
+                "share": count / len(placed) if placed else float("nan"),
             }
-        result[teacher] = {
+        result[group] = {
             "n": len(placed),
-            "n_errors": len(group) - len(placed),
+            "n_errors": len(members) - len(placed),
             "categories": categories,
         }
     return result
 
 
-def category_table(rows: list[dict], taxonomy: list[dict]) -> Table:
-    """Table 1: category x teacher, the share of messages and the leak share in each cell."""
-    shares = category_shares(rows, taxonomy)
-    teachers = list(shares)
-    columns, ids = ["Category", "Description"], ["category", "description"]
-    for teacher in teachers:
-        columns += [f"{teacher}: share", f"{teacher}: leak"]
-        ids += [f"{teacher}_share", f"{teacher}_leak"]
+def category_table(rows: list[dict], taxonomy: list[dict], dimension: str = "role") -> Table:
+    """Table 1(a) (``role``) or 1(b) (``leakage``): category x teacher, the share of messages."""
+    spec = BY_NAME[dimension]
+    shares = category_shares(rows, taxonomy, dimension)
+    groups = list(shares)
+    columns = ["Category", "Description", *groups]
+    ids = ["category", "description", *groups]
     table_rows = []
     for category in taxonomy:
-        row: list = [category["name"], category["description"]]
-        for teacher in teachers:
-            cell = shares[teacher]["categories"][category["name"]]
-            row += [cell["share"], cell["leak_share"]]
-        table_rows.append(row)
-    counts: list = ["Messages (categorised / uncategorised)", ""]
-    for teacher in teachers:
-        counts += [f"{shares[teacher]['n']} / {shares[teacher]['n_errors']}", ""]
-    table_rows.append(counts)
+        table_rows.append(
+            [category["name"], category["description"]]
+            + [shares[g]["categories"][category["name"]]["share"] for g in groups]
+        )
+    table_rows.append(
+        ["Messages (categorised / uncategorised)", ""]
+        + [f"{shares[g]['n']} / {shares[g]['n_errors']}" for g in groups]
+    )
+    part = "a" if dimension == "role" else "b"
     return Table(
-        name="intervention_categories",
-        title="Table 1: intervention categories by teacher",
+        name=f"intervention_{dimension}",
+        title=f"Table 1({part}): {spec.title} of the interventions, by teacher",
         columns=columns,
         ids=ids,
         rows=table_rows,
-        note="share: fraction of the teacher's categorised messages in the category; leak: fraction of "
-        "those whose solution leakage was rated Partial or Full. Uncategorised messages (judge errors) "
-        "are left out.",
+        note=f"Fraction of each teacher's (per condition) categorised messages in each {spec.title} "
+        "category; every message has one category. Uncategorised messages (judge errors) are left out.",
     )
 
 
@@ -355,26 +481,31 @@ class CategorizationRun:
     """What :func:`run_categorization` computed and wrote."""
 
     result: Categorization
-    table: Table
+    tables: list[Table]
     n_episodes: int
     n_error_episodes: int
     judge_calls: int
     files: list[Path] = field(default_factory=list)
 
 
-def load_taxonomy(path: str | os.PathLike) -> list[dict]:
-    """A taxonomy from a JSON file (``categories.json`` of an earlier run works as is).
+def load_taxonomy(path: str | os.PathLike) -> dict[str, list[dict]]:
+    """The taxonomies of a JSON file, per dimension (``categories.json`` of an earlier
+    run works as is; see :func:`validate_taxonomies`); ``"paper"`` gives Table 1's.
 
     Raises:
         AnalysisError: the file is missing, not JSON, or not a taxonomy.
     """
+    if str(path) == PAPER:
+        return paper_taxonomy()
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise AnalysisError(f"taxonomy file {path} not found") from None
     except ValueError as exc:
         raise AnalysisError(f"taxonomy file {path} is not valid JSON: {exc}") from None
-    return validate_taxonomy(data)
+    if isinstance(data, Mapping) and "dimensions" in data:
+        data = {name: part.get("categories") for name, part in data["dimensions"].items()}
+    return validate_taxonomies(data)
 
 
 def run_categorization(
@@ -388,8 +519,9 @@ def run_categorization(
     max_labels: int = DEFAULT_MAX_LABELS,
 ) -> CategorizationRun:
     """Categorise every teacher message of a run and write ``DIR/analysis/``:
-    ``categories.json`` (taxonomy, label counts, judge), ``categorized.jsonl``
-    and Table 1 as ``intervention_categories.md``/``.csv``.
+    ``categories.json`` (per dimension: taxonomy, explanation counts, the raw
+    clustering reply), ``categorized.jsonl`` and Table 1 as
+    ``intervention_role.md``/``.csv`` and ``intervention_leakage.md``/``.csv``.
 
     Raises:
         AnalysisError: no episodes or no teacher messages, problems that cannot
@@ -409,22 +541,29 @@ def run_categorization(
     result = categorize_messages(
         collected.messages, problem_map, cached, taxonomy=taxonomy, max_labels=max_labels
     )
-    table = category_table(result.rows, result.taxonomy)
+    tables = [category_table(result.rows, result.taxonomies[d.name], d.name) for d in DIMENSIONS]
     out = Path(run_dir) / ANALYSIS_DIR
     out.mkdir(parents=True, exist_ok=True)
     taxonomy_path = out / "categories.json"
     document = {
         "judge": cached.spec,
-        "categories": result.taxonomy,
-        "labels": result.labels,
-        "cluster_output": result.cluster_output,
-        "given": taxonomy is not None,
+        "dimensions": {
+            d.name: {
+                "categories": result.taxonomies[d.name],
+                "labels": result.labels[d.name],
+                "cluster_output": result.cluster_outputs[d.name],
+                "given": result.cluster_outputs[d.name] is None,
+            }
+            for d in DIMENSIONS
+        },
     }
     taxonomy_path.write_text(
         json.dumps(jsonable(document), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     write_jsonl(out / "categorized.jsonl", result.rows)
-    files = [taxonomy_path, out / "categorized.jsonl", *write_table(out, table)]
+    files = [taxonomy_path, out / "categorized.jsonl"]
+    for table in tables:
+        files += write_table(out, table)
     return CategorizationRun(
-        result, table, collected.n_episodes, collected.n_error_episodes, cached.calls, files
+        result, tables, collected.n_episodes, collected.n_error_episodes, cached.calls, files
     )

@@ -9,18 +9,24 @@ same loader call the env made) unless the caller passes them.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from intbench.envs.increments import cut_points
 from intbench.metrics import teacher_label
 from intbench.records import Attempt, Episode, Problem, as_episode
 from intbench.rundir import RunDir
 
 SELF_FEEDBACK = "self-feedback"
 """The teacher label of messages a student wrote for itself (feedback ``self_feedback`` mode)."""
+
+
+DEFAULT_CHUNK = 50
+"""The reveal unit when a record does not name one (Int-Bench's 50 characters)."""
 
 
 class AnalysisError(ValueError):
@@ -54,6 +60,11 @@ class TeacherMessage:
         student_answer: the student's answer before the message: the
             baseline answer (monitor) or the failed attempt's answer.
         overlap_leaked: the overlap detector's ``leaked`` flag from the record.
+        chunk_size: the increment the reasoning was revealed in (the run's
+            ``increment``; 50 characters when the record does not say).
+        at_chunk: the chunk (1-based) in which the message came: the last one
+            the teacher had seen; all of them for a message after a whole attempt.
+        total_chunks: the chunks of the whole reasoning.
     """
 
     key: str
@@ -68,6 +79,9 @@ class TeacherMessage:
     prefix: str
     student_answer: Any
     overlap_leaked: bool | None
+    chunk_size: int | str = DEFAULT_CHUNK
+    at_chunk: int = 1
+    total_chunks: int = 1
 
     def row(self) -> dict:
         """The identifying fields that every output row starts with."""
@@ -92,8 +106,18 @@ def _teacher_message(
     answered: Attempt | None,
     prefix: str,
     leaked: bool | None,
+    trace: str,
+    cut: int | None,
 ) -> TeacherMessage:
-    """The ``message`` of ``record`` at ``turn``, given after the student's ``answered`` attempt."""
+    """The ``message`` of ``record`` at ``turn``, given after the student's ``answered`` attempt
+    when ``cut`` characters of ``trace`` were shown (``None``: all of it)."""
+    chunk_size = record.config.get("increment", DEFAULT_CHUNK)
+    try:
+        cuts = cut_points(trace, chunk_size)
+    except (TypeError, ValueError):  # an increment this version cannot read
+        chunk_size = DEFAULT_CHUNK
+        cuts = cut_points(trace, chunk_size)
+    at_chunk = len(cuts) if cut is None else min(bisect.bisect_left(cuts, cut) + 1, len(cuts))
     return TeacherMessage(
         key=f"{record.episode_id}:{turn}",
         episode_id=record.episode_id,
@@ -107,6 +131,9 @@ def _teacher_message(
         prefix=prefix,
         student_answer=answered.answer if answered else None,
         overlap_leaked=leaked,
+        chunk_size=chunk_size,
+        at_chunk=at_chunk,
+        total_chunks=len(cuts),
     )
 
 
@@ -121,7 +148,7 @@ def _monitor_message(record: Episode) -> TeacherMessage | None:
     prefix = trace if cut is None else trace[:cut]
     teacher = teacher_label(record.teacher)
     return _teacher_message(
-        record, "monitor", 0, teacher, message, baseline, prefix, intervention.leaked
+        record, "monitor", 0, teacher, message, baseline, prefix, intervention.leaked, trace, cut
     )
 
 
@@ -136,11 +163,9 @@ def _feedback_messages(record: Episode) -> list[TeacherMessage]:
         failed = attempts[turn - 1] if 0 < turn <= len(attempts) else None
         teacher = SELF_FEEDBACK if entry.source == "self" else teacher_label(record.teacher)
         prefix = (failed.text if failed else "") or ""
-        items.append(
-            _teacher_message(
-                record, "feedback", turn, teacher, message, failed, prefix, entry.leaked
-            )
-        )
+        # The whole failed attempt was read before the message: all its chunks were shown.
+        args = (failed, prefix, entry.leaked, prefix, None)
+        items.append(_teacher_message(record, "feedback", turn, teacher, message, *args))
     return items
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from intbench.analysis.categorize import category_table, load_taxonomy
+from intbench.analysis.categorize import BY_NAME, category_table, load_taxonomy
 from intbench.analysis.leakage_audit import leakage_summary, leakage_table
 from intbench.metrics import Table
 
@@ -33,6 +33,10 @@ def saved_analysis_tables(run_dirs: Iterable[Path], samples: int) -> list[Table]
                 leakage_table(leakage_summary(read_jsonl(folder / "leakage.jsonl"), samples))
             )
         if (folder / "categorized.jsonl").exists() and (folder / "categories.json").exists():
-            taxonomy = load_taxonomy(folder / "categories.json")
-            tables.append(category_table(read_jsonl(folder / "categorized.jsonl"), taxonomy))
+            saved = json.loads((folder / "categories.json").read_text(encoding="utf-8"))
+            if "dimensions" not in saved:
+                continue  # written before the two-dimension categorisation: rerun it
+            taxonomies = load_taxonomy(folder / "categories.json")
+            rows = read_jsonl(folder / "categorized.jsonl")
+            tables += [category_table(rows, taxonomies[d], d) for d in BY_NAME if d in taxonomies]
     return tables

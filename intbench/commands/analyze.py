@@ -26,8 +26,10 @@ def add_parser(subparsers: Any) -> None:
     )
     categorize = kinds.add_parser(
         "categorize",
-        help="label, cluster and relabel the messages into a taxonomy (Table 1)",
-        description="Writes categories.json, categorized.jsonl and intervention_categories.md/.csv.",
+        help="label, cluster and relabel the messages by functional role and solution leakage "
+        "(Table 1)",
+        description="Writes categories.json, categorized.jsonl, intervention_role.md/.csv and "
+        "intervention_leakage.md/.csv.",
     )
     for sub in (leakage, categorize):
         sub.add_argument("dir", metavar="DIR", help="run directory (as intbench eval writes it)")
@@ -53,13 +55,14 @@ def add_parser(subparsers: Any) -> None:
         "--taxonomy",
         default=None,
         metavar="FILE",
-        help="use this taxonomy (JSON; an earlier categories.json works) instead of clustering",
+        help="use these taxonomies instead of clustering: a JSON file (an earlier "
+        "categories.json works) or 'paper' for the categories of Int-Bench Table 1",
     )
     categorize.add_argument(
         "--max-labels",
         type=int,
         default=200,
-        help="most frequent labels sent to clustering (default 200)",
+        help="most frequent explanations sent to each clustering prompt (default 200)",
     )
     leakage.set_defaults(func=run_analyze)
     categorize.set_defaults(func=run_analyze)
@@ -91,7 +94,7 @@ def run_analyze(args: argparse.Namespace) -> int:
             errors = sum(s["n_errors"] for t, s in audit.summary.items() if t != "all")
             print(f"{len(audit.rows)} teacher message(s) from {audit.n_episodes} episode(s); "
                   f"{errors} judge error(s); {audit.judge_calls} judge call(s)")  # fmt: skip
-            table, files, skipped = audit.table, audit.files, audit.n_error_episodes
+            tables, files, skipped = [audit.table], audit.files, audit.n_error_episodes
         else:
             if args.max_labels < 1:
                 return _fail("--max-labels must be at least 1")
@@ -100,16 +103,22 @@ def run_analyze(args: argparse.Namespace) -> int:
                 args.dir, args.judge, taxonomy=taxonomy, cache=cache,
                 batch_size=args.batch_size, max_labels=args.max_labels,
             )  # fmt: skip
-            uncategorised = sum(1 for r in run.result.rows if r["category"] is None)
-            print(f"{len(run.result.rows)} teacher message(s) in {len(run.result.taxonomy)} categories; "
-                  f"{uncategorised} uncategorised; {run.judge_calls} judge call(s)")  # fmt: skip
-            table, files, skipped = run.table, run.files, run.n_error_episodes
+            rows, taxonomies = run.result.rows, run.result.taxonomies
+            parts = [
+                f"{len(taxonomies[d])} {d} categories, "
+                f"{sum(1 for r in rows if r[f'{d}_category'] is None)} uncategorised"
+                for d in taxonomies
+            ]
+            print(f"{len(rows)} teacher message(s): {'; '.join(parts)}; "
+                  f"{run.judge_calls} judge call(s)")  # fmt: skip
+            tables, files, skipped = run.tables, run.files, run.n_error_episodes
     except AnalysisError as exc:
         return _fail(str(exc))
     if skipped:
         print(f"{skipped} episode(s) with a model or grader error were left out")
-    print()
-    print(table.to_markdown())
+    for table in tables:
+        print()
+        print(table.to_markdown())
     print("wrote " + ", ".join(str(f) for f in files))
     return 0
 
