@@ -27,11 +27,18 @@ def _episode(key: str) -> Episode:
     return Episode.from_dict({**record, "metadata": {**record["metadata"], "run_key": key}})
 
 
-def _fail_with(code: int):
-    def fsync(fd):
-        raise OSError(code, os.strerror(code))
+def _fail_writes_to(monkeypatch, name: str, code: int, after: int = 0) -> None:
+    """Make ``os.write`` to a file called ``name`` fail with ``code`` after ``after`` writes."""
+    real_write, done = os.write, []
 
-    return fsync
+    def write(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(name):
+            if len(done) >= after:
+                raise OSError(code, os.strerror(code))
+            done.append(fd)
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
 
 
 @pytest.mark.parametrize(
@@ -48,15 +55,15 @@ def test_a_failed_append_names_the_fix_and_keeps_what_was_written(tmp_path, monk
     run = RunDir(tmp_path / "run")
     log = run.log()
     log.append(_episode("0:0"))
-    monkeypatch.setattr(os, "fsync", _fail_with(code))
+    _fail_writes_to(monkeypatch, "episodes.jsonl", code)
     with pytest.raises(RunWriteError) as raised:
         log.append(_episode("1:0"))
     message = str(raised.value)
     assert "\n" not in message and str(run.episodes_path) in message and fix in message
     assert raised.value.errno == code and isinstance(raised.value, OSError)
     monkeypatch.undo()
-    # The failed line reached the file unsynced here; a resume keeps whole lines only.
-    assert [e.metadata["run_key"] for e in RunDir(run.path).episodes()][0] == "0:0"
+    log.close()
+    assert [e.metadata["run_key"] for e in RunDir(run.path).episodes()] == ["0:0"]
 
 
 def test_a_write_cut_short_by_a_full_disk_is_dropped_on_resume(tmp_path):
@@ -103,15 +110,7 @@ def _read_only_builtin_open(real_open):
 def test_the_cli_prints_one_line_and_exit_code_1(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    real_fsync, calls = os.fsync, []
-
-    def fsync_fills_the_disk_at_the_third_episode(fd):
-        calls.append(fd)
-        if len(calls) > 2:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync_fills_the_disk_at_the_third_episode)
+    _fail_writes_to(monkeypatch, "episodes.jsonl", errno.ENOSPC, after=2)  # a full disk
     assert main([*EVAL, "-n", "4", "--out", str(out), "--no-progress"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err
