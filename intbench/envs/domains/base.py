@@ -13,6 +13,9 @@ import concurrent.futures
 import json
 import os
 import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +32,98 @@ DEFAULT_PROCEDURAL_N = 500
 BUILTIN_TEMPLATES = Path(__file__).parent / "templates" / "domains"
 """Where the built-in domains keep their prompt template overrides, one folder each."""
 
-LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
 class HubUnavailableError(RuntimeError):
-    """The Hugging Face hub cannot be reached (offline machine, ``HF_HUB_OFFLINE``...)."""
+    """A domain could not be loaded from the Hugging Face hub.
+
+    The base of every hub failure, so that one ``except`` covers them all; the
+    subclasses say why.  Raised as such for failures that fit no subclass.  The
+    message is one line that ends with the fix; ``fix`` holds the fix alone.
+    """
+
+    def __init__(self, message: str, fix: str = ""):
+        super().__init__(message)
+        self.fix = fix
+
+
+class HubUnreachableError(HubUnavailableError):
+    """No network path to the hub (offline machine, proxy, ``HF_HUB_OFFLINE`` with an empty cache)."""
+
+
+class HubNotFoundError(HubUnavailableError):
+    """The hub answered, but the dataset (or its revision) does not exist or is private."""
+
+
+class HubGatedError(HubUnavailableError):
+    """The dataset is gated: it needs a logged-in token whose account accepted its terms."""
+
+
+class HubSplitError(HubUnavailableError, DataSourceError):
+    """The dataset exists but has no such split or config; ``available`` lists what it has."""
+
+    def __init__(self, message: str, fix: str = "", available: list[str] | None = None):
+        super().__init__(message, fix)
+        self.available = list(available or [])
+
+
+class SchemaMismatchError(DataSourceError):
+    """A row of a hub dataset or local file does not fit the domain's row mapper.
+
+    Attributes:
+        row_index: the row's position in its split or file.
+        missing: the columns the mapper needed and the row lacks (empty when a
+            column was present but of the wrong type).
+    """
+
+    def __init__(self, message: str, row_index: int, missing: list[str]):
+        super().__init__(message)
+        self.row_index = row_index
+        self.missing = list(missing)
+
+
+class HubSchemaError(HubUnavailableError, SchemaMismatchError):
+    """A hub dataset's rows do not fit the mapper (the dataset changed, or the mapper is wrong)."""
+
+    def __init__(self, message: str, row_index: int, missing: list[str], fix: str = ""):
+        SchemaMismatchError.__init__(self, message, row_index, missing)
+        self.fix = fix
+
+
+class MissingColumns(KeyError):
+    """Raised by :func:`require` (a ``KeyError``): every column the row lacks, not just the first."""
+
+    def __init__(self, columns: list[str]):
+        super().__init__(columns[0] if len(columns) == 1 else columns)
+        self.columns = list(columns)
 
 
 class SkipRow(Exception):
     """Raised by a row mapper for rows of a shared dataset that belong to another task."""
+
+
+def require(row: dict, *columns: str) -> None:
+    """Raise :class:`MissingColumns` naming all of ``columns`` that ``row`` lacks (or holds as null)."""
+    missing = [name for name in columns if row.get(name) is None]
+    if missing:
+        raise MissingColumns(missing)
+
+
+@dataclass(frozen=True)
+class HubSubset(HubRef):
+    """A hub split of which only part is used: ``select`` maps the split's problems to the part.
+
+    ``note`` says which part, for listings and error messages.  Selection sees the
+    whole mapped split, so it can be deterministic in content (ids), not row order.
+    """
+
+    select: Callable[[list[Problem]], list[Problem]] | None = None
+    note: str = ""
+
+    def describe(self) -> str:
+        base = super().describe()
+        return f"{base}, {self.note}" if self.note else base
 
 
 def hub_offline_flag() -> bool:
@@ -75,19 +161,220 @@ def check_hub_reachable(timeout: float = HUB_CHECK_TIMEOUT_S) -> str | None:
     return None
 
 
-def hub_unavailable_message(domain: Domain, reason: str) -> str:
-    """The one error text users see when the hub is out of reach."""
+def _offline_choices(domain: Domain) -> str:
     splits = ", ".join(domain.offline_splits)
     offline = f"{domain.offline_source}; splits: {splits}"
     if domain.procedural:
         offline += f"; {DEFAULT_PROCEDURAL_N} problems unless n is given"
-    ids = ", ".join(ref.path for ref in dict.fromkeys(domain.hub.values()))
     return (
-        f"cannot load {domain.name!r} from the Hugging Face hub ({ids}): {reason}.\n"
-        f"Use source='offline' ({offline}), or pass a local JSONL/JSON/Parquet file "
-        f"in the hub schema as source='path/to/file.jsonl' "
-        f"(CLI: --source offline | --source PATH)."
+        f"use source='offline' ({offline}), or pass a local JSONL/JSON/Parquet/CSV file "
+        f"in the hub schema as source='path/to/file.jsonl' (CLI: --source offline | --source PATH)"
     )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def hub_unavailable_message(domain: Domain, reason: str, fix: str | None = None) -> str:
+    """The one-line error text of a failed hub load: what failed, why, and the fix.
+
+    ``fix`` defaults to the offline and local-file choices.
+    """
+    ids = ", ".join(ref.path for ref in dict.fromkeys(domain.hub.values()))
+    fix = fix or _offline_choices(domain)
+    return _one_line(
+        f"cannot load {domain.name!r} from the Hugging Face hub ({ids}): {reason}. Fix: {fix}."
+    )
+
+
+# --- classifying what datasets.load_dataset raised -------------------------------
+#
+# Classes are matched by name along the exception chain, so that the same rules
+# hold whichever HTTP client (requests, httpx, httpx2, urllib3) and whichever
+# huggingface_hub/datasets release raised them, without importing any of them.
+
+_GATED = {"GatedRepoError"}
+# What datasets/huggingface_hub write when they re-raise a gated repo as "not found".
+_GATED_TEXT = re.compile(r"\bgated (?:dataset|repo)|access to .+ is restricted", re.I | re.S)
+_NOT_FOUND = {
+    "RepositoryNotFoundError",
+    "RevisionNotFoundError",
+    "DatasetNotFoundError",
+    "DataFilesNotFoundError",
+    "DisabledRepoError",
+    "BucketNotFoundError",
+    "RemoteEntryNotFoundError",
+}
+_UNREACHABLE = {
+    "ConnectionError",  # builtin and requests
+    "ConnectError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "TimeoutException",
+    "Timeout",
+    "TimeoutError",
+    "NetworkError",
+    "TransportError",
+    "ProxyError",
+    "SSLError",
+    "MaxRetryError",
+    "NewConnectionError",
+    "gaierror",
+}
+_SPLIT_PATTERNS = (  # datasets' builder and arrow reader
+    re.compile(r"Bad split: (?P<asked>.+?)\. Available splits: (?P<available>\[.*?\])", re.S),
+    re.compile(r"Unknown split \"(?P<asked>.+?)\"\. Should be one of (?P<available>\[.*?\])", re.S),
+)
+_CONFIG_PATTERNS = (
+    re.compile(
+        r"BuilderConfig '(?P<asked>.+?)' not found\. Available: (?P<available>\[.*?\])", re.S
+    ),
+    re.compile(r"Config name is missing.*?available configs: (?P<available>\[.*?\])", re.S),
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from, outermost first, as Python would print it."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and not any(current is seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+    return chain
+
+
+def _class_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _status_code(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    code = getattr(response, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def _kind(exc: BaseException) -> str | None:
+    """What one exception of the chain says on its own: offline, not_found, unreachable."""
+    names = _class_names(exc)
+    code = _status_code(exc)
+    if names & {"LocalEntryNotFoundError", "OfflineModeIsEnabled"}:
+        return "offline"
+    if names & _NOT_FOUND or code == 404:
+        return "not_found"
+    if names & _UNREACHABLE or (code is not None and (code >= 500 or code == 429)):
+        return "offline" if hub_offline_flag() else "unreachable"
+    return None
+
+
+def _listed(text: str) -> list[str]:
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return [text]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+
+
+def _split_or_config_error(domain: Domain, ref: HubRef, exc: BaseException) -> HubSplitError | None:
+    text = str(exc)
+    for patterns, what, asked in (
+        (_SPLIT_PATTERNS, "split", ref.split),
+        (_CONFIG_PATTERNS, "config", ref.name),
+    ):
+        for pattern in patterns:
+            match = pattern.search(text)
+            if match is None:
+                continue
+            available = _listed(match.group("available"))
+            fix = (
+                f"IntBench's hub reference {ref.describe()} names a {what} that {ref.path} "
+                f"does not have: report it; meanwhile load one of {available} with datasets, "
+                f"save it as a local file and pass source='path/to/file.jsonl'"
+            )
+            reason = f"{ref.path} has no {what} {asked!r} (available: {available})"
+            return HubSplitError(hub_unavailable_message(domain, reason, fix), fix, available)
+    return None
+
+
+def classify_hub_error(domain: Domain, ref: HubRef, exc: BaseException) -> BaseException:
+    """The :class:`HubUnavailableError` subclass that explains ``exc``, raised by
+    ``datasets.load_dataset`` for ``ref``, with a one-line fix; ``exc`` itself when it
+    is none of the known hub failures (a bug should not hide behind a hub message).
+
+    The outermost exception decides, its causes only when it says nothing known:
+    ``datasets`` wraps the hub client's errors, sometimes dropping the cause
+    (a gated dataset then shows only in the message).
+    """
+    chain = _chain(exc)
+    where = ref.describe()
+    detail = f"{type(exc).__name__}: {_one_line(exc)}"
+    page = f"https://huggingface.co/datasets/{ref.path}"
+    offline = _offline_choices(domain)
+
+    if any(_GATED & _class_names(e) for e in chain) or _GATED_TEXT.search(str(exc)):
+        fix = (
+            f"accept the dataset's terms at {page} while logged in, then give this machine a "
+            f"token: run `huggingface-cli login` (`hf auth login` in newer releases) or set "
+            f"HF_TOKEN; or {offline}"
+        )
+        return HubGatedError(hub_unavailable_message(domain, f"{where} is gated", fix), fix)
+    split_error = _split_or_config_error(domain, ref, exc)
+    if split_error is not None:
+        return split_error
+    kind = next((k for k in map(_kind, chain) if k is not None), None)
+    if kind == "offline":
+        fix = (
+            f"HF_HUB_OFFLINE is set (or the hub client is in offline mode) and {ref.path} is not "
+            f"in the local datasets cache: load it once with network access, or {offline}"
+        )
+        reason = f"{where} is not in the local cache ({detail})"
+        return HubUnreachableError(hub_unavailable_message(domain, reason, fix), fix)
+    if kind == "not_found":
+        fix = (
+            f"check that {page} exists (and HF_ENDPOINT, if set); if the dataset moved, "
+            f"IntBench's hub reference is outdated: report it; meanwhile {offline}"
+        )
+        reason = f"{where} does not exist on the hub or is private ({detail})"
+        return HubNotFoundError(hub_unavailable_message(domain, reason, fix), fix)
+    if kind == "unreachable":
+        fix = f"check the network (proxy variables, HF_ENDPOINT) and retry, or {offline}"
+        reason = f"{where} unreachable ({detail})"
+        return HubUnreachableError(hub_unavailable_message(domain, reason, fix), fix)
+    names = set().union(*(_class_names(e) for e in chain))
+    if names & {"OSError", "DatasetsError", "HfHubHTTPError"}:
+        return HubUnavailableError(hub_unavailable_message(domain, f"{where}: {detail}"), offline)
+    return exc
+
+
+def _schema_error(
+    domain: Domain, where: str, index: int, row: dict, exc: Exception, hub: bool
+) -> SchemaMismatchError:
+    if isinstance(exc, MissingColumns):
+        missing = exc.columns
+    elif isinstance(exc, KeyError) and exc.args:
+        missing = [str(exc.args[0])]
+    else:
+        missing = []
+    problem = (
+        f"missing column(s) {missing}" if missing else f"{type(exc).__name__}: {_one_line(exc)}"
+    )
+    columns = sorted(str(k) for k in row)
+    message = (
+        f"{domain.name}: row {index} of {where} does not fit the hub schema: {problem} "
+        f"(the row has columns {columns})."
+    )
+    if hub:
+        fix = (
+            "the dataset no longer matches IntBench's row mapper: report it, or save the rows "
+            "with the expected columns as a local file and pass source='path/to/file.jsonl'"
+        )
+        return HubSchemaError(_one_line(f"{message} Fix: {fix}."), index, missing, fix)
+    fix = "rename or add the columns so that every row has the domain's hub schema (README, Data)"
+    return SchemaMismatchError(_one_line(f"{message} Fix: {fix}."), index, missing)
 
 
 def _selected_splits(available: tuple[str, ...], split: str | None, what: str) -> tuple[str, ...]:
@@ -98,23 +385,28 @@ def _selected_splits(available: tuple[str, ...], split: str | None, what: str) -
     return (split,)
 
 
-def _rows_to_problems(domain: Domain, rows: Any, split: str) -> list[Problem]:
+def _rows_to_problems(
+    domain: Domain, rows: Any, split: str, where: str | None = None, hub: bool = False
+) -> list[Problem]:
+    """Map ``rows`` with the domain's mapper; a row that does not fit raises
+    :class:`SchemaMismatchError` (:class:`HubSchemaError` for ``hub`` rows) naming
+    ``where`` (default: the split), the row index and the missing columns."""
     problems = []
     for index, row in enumerate(rows):
+        row = dict(row)
         try:
-            problems.append(domain.row_to_problem(dict(row), split, index))
+            problems.append(domain.row_to_problem(row, split, index))
         except SkipRow:
             continue
         except (KeyError, TypeError, ValueError) as exc:
-            raise DataSourceError(
-                f"{domain.name}: row {index} of split {split!r} does not fit the hub schema: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+            label = where or f"split {split!r}"
+            raise _schema_error(domain, label, index, row, exc, hub) from exc
     return problems
 
 
 def load_hub(domain: Domain, split: str | None) -> list[Problem]:
-    """Load ``domain`` from the hub, failing fast with :class:`HubUnavailableError`."""
+    """Load ``domain`` from the hub, failing fast with a :class:`HubUnavailableError`
+    subclass that names the cause and the fix (see :func:`classify_hub_error`)."""
     splits = _selected_splits(domain.hub_splits, split, f"hub source of {domain.name!r}")
     import datasets  # heavy: only when really loading
 
@@ -125,23 +417,25 @@ def load_hub(domain: Domain, split: str | None) -> list[Problem]:
         # try the network (with retries), so only their own offline mode may go on.
         if not (huggingface_hub.constants.HF_HUB_OFFLINE or datasets.config.HF_HUB_OFFLINE):
             reason = "HF_HUB_OFFLINE is set (after huggingface_hub was imported)"
-            raise HubUnavailableError(hub_unavailable_message(domain, reason))
+            raise HubUnreachableError(hub_unavailable_message(domain, reason))
     else:
         reason = check_hub_reachable()
         if reason is not None:
-            raise HubUnavailableError(hub_unavailable_message(domain, reason))
+            raise HubUnreachableError(hub_unavailable_message(domain, reason))
 
     problems: list[Problem] = []
     for name in splits:
         ref = domain.hub[name]
         try:
             rows = datasets.load_dataset(ref.path, ref.name, split=ref.split)
-        except (ConnectionError, OSError) as exc:
-            # With HF_HUB_OFFLINE set only the local cache can answer.
-            raise HubUnavailableError(
-                hub_unavailable_message(domain, f"{ref.describe()}: {type(exc).__name__}: {exc}")
-            ) from exc
-        problems.extend(_rows_to_problems(domain, rows, name))
+        except Exception as exc:
+            error = classify_hub_error(domain, ref, exc)
+            if error is exc:
+                raise
+            raise error from exc
+        mapped = _rows_to_problems(domain, rows, name, ref.describe(), hub=True)
+        select = getattr(ref, "select", None)
+        problems.extend(select(mapped) if select is not None else mapped)
     return problems
 
 
@@ -175,8 +469,13 @@ def _native_problems(domain: Domain, file: Path) -> list[Problem] | None:
 
 
 def load_local(domain: Domain, path: str | os.PathLike) -> list[Problem]:
-    """Load a JSONL/JSON/Parquet file in the domain's hub schema through ``datasets``,
-    or a JSONL of native ``Problem`` records (variant sets)."""
+    """Load a JSONL/JSON/Parquet/CSV file in the domain's hub schema through ``datasets``
+    (the hub rows' mapper maps its rows), or a JSONL of native ``Problem`` records
+    (variant sets).
+
+    Raises:
+        SchemaMismatchError: a row does not fit (its index and missing columns are named).
+    """
     file = Path(path)
     builder = LOCAL_FORMATS.get(file.suffix.lower())
     if builder is None:
@@ -201,7 +500,7 @@ def load_local(domain: Domain, path: str | os.PathLike) -> list[Problem]:
     finally:
         if not bars_were_off:
             datasets.utils.enable_progress_bars()
-    return _rows_to_problems(domain, rows, "local")
+    return _rows_to_problems(domain, rows, "local", f"file {str(file)!r}")
 
 
 def load_offline(domain: Domain, split: str | None, n: int | None, seed: int) -> list[Problem]:

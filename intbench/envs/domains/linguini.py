@@ -1,16 +1,24 @@
 """BBEH Linguini: linguistic reasoning puzzles; invented-language puzzles offline.
 
-Hub schema: BIG-Bench Extra Hard ships each task as ``{"examples": [{"input",
-"target"}]}`` (github.com/google-deepmind/bbeh, ``bbeh_linguini``).  A hub
-copy with one row per example and a ``task`` column is assumed
-(``BBEH/bbeh``: ``input``, ``target``, ``task``); this id and its columns
-could NOT be confirmed from a dataset card here.  Rows of other tasks are
-skipped; local files may omit ``task``.
+Hub schema (``BBEH/bbeh``, split ``train``, one row per example of every BIG-Bench
+Extra Hard task; checked against the dataset card): ``input`` (the puzzle text),
+``target`` (the answer), ``task`` (``"linguini"`` for this task) and ``mini``
+(bool: the example is in BBEH's mini subset).  Rows of other tasks are
+skipped, as the feedback paper filters BBEH to Linguini; local files may omit
+``task`` and ``mini``.  Upstream: github.com/google-deepmind/bbeh
+(``bbeh_linguini``, ``{"examples": [{"input", "target"}]}``).
 """
 
 from __future__ import annotations
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, SkipRow, hub_provenance
+from intbench.envs.domains.base import (
+    BUILTIN_TEMPLATES,
+    Domain,
+    HubRef,
+    SkipRow,
+    hub_provenance,
+    require,
+)
 from intbench.envs.domains.registry import ProceduralVariants
 from intbench.records import Problem
 
@@ -24,6 +32,10 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
     task = row.get("task")
     if task is not None and str(task).lower() not in TASK_NAMES:
         raise SkipRow(f"row {index} belongs to BBEH task {task!r}")
+    require(row, "input", "target")
+    mini = row.get("mini")
+    if isinstance(mini, str):  # CSV exports write booleans as text
+        mini = mini.strip().lower() in {"true", "1", "yes"}
     return Problem(
         id=f"linguini/{split}/{index}",
         domain="linguini",
@@ -35,6 +47,7 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
             LICENSE,
             "https://github.com/google-deepmind/bbeh",
             task="bbeh_linguini",
+            mini=bool(mini) if mini is not None else None,
         ),
     )
 
@@ -76,5 +89,4 @@ DOMAIN = Domain(
         reference_response=answer_line,
     ),
     license=LICENSE,
-    hub_schema_confirmed=False,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, hub_provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, hub_provenance, require
 from intbench.envs.domains.registry import EloConfig, ProceduralVariants
 from intbench.records import Problem
 
@@ -20,6 +20,7 @@ LICENSE = "MIT"
 def math_row_problem(domain: str, key: str, row: dict, metadata: dict) -> Problem:
     """A Problem of ``domain`` from a row in the MATH columns: ``problem``, the LaTeX
     reference ``answer`` and the worked ``solution``."""
+    require(row, "problem", "answer")
     return Problem(
         id=f"{domain}/{key}",
         domain=domain,
