@@ -162,6 +162,14 @@ def test_rows_with_a_short_answer_column_keep_it():
     assert plain.answer == "Nothing" and plain.solution is None
 
 
+def test_empty_csv_cells_read_as_nan_are_missing():
+    row = {"Question": "Q?", "Answer": "Yes. Because.", "Hint": float("nan"), "Title": float("nan")}
+    problem = brainteaser.row_to_problem(row, "local", 0)
+    assert (
+        problem.question == "Q?" and "hint" not in problem.fields and "title" not in problem.fields
+    )
+
+
 # --- Omni-MATH: the full set and the feedback paper's held-out set -----------------
 
 

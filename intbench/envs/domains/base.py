@@ -77,16 +77,19 @@ class SchemaMismatchError(DataSourceError):
             column was present but of the wrong type).
     """
 
-    def __init__(self, message: str, row_index: int, missing: list[str]):
+    # Defaults let pickle rebuild it from its message (worker processes send errors back).
+    def __init__(self, message: str, row_index: int = -1, missing: list[str] | None = None):
         super().__init__(message)
         self.row_index = row_index
-        self.missing = list(missing)
+        self.missing = list(missing or [])
 
 
 class HubSchemaError(HubUnavailableError, SchemaMismatchError):
     """A hub dataset's rows do not fit the mapper (the dataset changed, or the mapper is wrong)."""
 
-    def __init__(self, message: str, row_index: int, missing: list[str], fix: str = ""):
+    def __init__(
+        self, message: str, row_index: int = -1, missing: list[str] | None = None, fix: str = ""
+    ):
         SchemaMismatchError.__init__(self, message, row_index, missing)
         self.fix = fix
 

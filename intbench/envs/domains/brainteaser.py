@@ -140,6 +140,8 @@ def _lower_keys(row: dict) -> dict:
 def _text(row: dict, *keys: str) -> str | None:
     for key in keys:
         value = row.get(key)
+        if isinstance(value, float) and math.isnan(value):
+            continue  # an empty CSV cell read by pandas
         if value is not None and str(value).strip():
             return str(value)
     return None

@@ -13,6 +13,8 @@ Two hub sets, both mapped by :func:`row_to_problem`:
   (``problem``, ``answer``, ``solution``, ``source``, ``difficulty``); ``domain``
   is optional.  See :func:`paper_heldout` for the selection.
 
+``split=None`` loads both sets, which overlap: name the one you want.
+
 Every problem carries ``metadata["problem_id"]``: ``"problem_"`` and the first 16
 hex digits of the SHA-1 of its whitespace-normalised statement, the feedback
 code's problem id.  Problems of the ``paper`` split use it in their id
