@@ -11,6 +11,7 @@ thread pool for the verifiers.  The episode logic is written once.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from collections import defaultdict
@@ -21,6 +22,7 @@ from typing import Any
 
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.records import Problem, Verdict
+from intbench.verifiers.memo import VerdictMemo
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class RequestExecutor:
         self._pool = ThreadPoolExecutor(
             max_workers=verify_threads, thread_name_prefix="intbench-verify"
         )
+        self.verdicts = VerdictMemo()  # one per executor, so per run
 
     def generate(self, requests: list[Generate]) -> list[Completion]:
         results: list[Completion | None] = [None] * len(requests)
@@ -85,11 +88,29 @@ class RequestExecutor:
         return results  # type: ignore[return-value]
 
     def verify(self, requests: list[Verify]) -> list[Verdict]:
-        if len(requests) == 1:
-            request = requests[0]
-            return [request.verifier(request.problem, request.text)]
-        futures = [self._pool.submit(r.verifier, r.problem, r.text) for r in requests]
-        return [future.result() for future in futures]
+        """Grade each request; a response whose graded part was graded before reuses its verdict."""
+        keys = [self.verdicts.key(r.verifier, r.problem, r.text) for r in requests]
+        results: list[Verdict | None] = [self.verdicts.get(key) for key in keys]
+        todo: dict[object, list[int]] = defaultdict(list)  # one grading per distinct key
+        for index, (key, result) in enumerate(zip(keys, results, strict=True)):
+            if result is None:
+                todo[index if key is None else key].append(index)
+        firsts = [indices[0] for indices in todo.values()]
+        if len(firsts) == 1:
+            request = requests[firsts[0]]
+            graded = [request.verifier(request.problem, request.text)]
+        else:
+            futures = [
+                self._pool.submit(requests[i].verifier, requests[i].problem, requests[i].text)
+                for i in firsts
+            ]
+            graded = [future.result() for future in futures]
+        for indices, verdict in zip(todo.values(), graded, strict=True):
+            self.verdicts.put(keys[indices[0]], verdict)
+            results[indices[0]] = verdict
+            for index in indices[1:]:
+                results[index] = self.verdicts.get(keys[index]) or copy.deepcopy(verdict)
+        return results  # type: ignore[return-value]
 
     def serve(self, requests: list[Request]) -> list[Any]:
         """Answer a mixed list of requests, preserving order."""

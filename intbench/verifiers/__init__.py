@@ -47,4 +47,19 @@ def verify(problem: Problem, response: str) -> Verdict:
         return Verdict.error(f"grader error: {type(exc).__name__}: {exc}", exception=repr(exc))
 
 
+def _cache_key(problem: Problem, response: str):
+    """What the domain's verifier grades in ``response``, when it says (see :mod:`.memo`)."""
+    key_of = getattr(get_verifier(problem.domain), "cache_key", None)
+    if key_of is None:
+        return None
+    text = "" if response is None else response if isinstance(response, str) else str(response)
+    try:
+        return problem.domain, key_of(problem, text)
+    except Exception:  # noqa: BLE001 - no key means "grade it", never a failure
+        return None
+
+
+verify.cache_key = _cache_key
+
+
 __all__ = ["verify", "get_verifier", "Verdict"]

@@ -12,6 +12,7 @@ modes of the feedback protocol.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -282,6 +283,15 @@ def verify_code(problem: Problem, response: str) -> Verdict:
     details = {"reason": result.status, **result.to_dict()}
     feedback = render_execution_context(result, "feedback")
     return Verdict(status, result.pass_rate, code, feedback, details)
+
+
+def code_cache_key(problem: Problem, response: str) -> str | None:
+    """What :func:`verify_code` grades: a hash of the extracted program (``None``: no code)."""
+    code = extract_code(response)
+    return None if code is None else hashlib.sha256(code.encode("utf-8", "replace")).hexdigest()
+
+
+verify_code.cache_key = code_cache_key  # see intbench.verifiers.memo
 
 
 def render_execution_context(result: ExecutionResult | Mapping, mode: str) -> str:

@@ -766,6 +766,15 @@ def verify_math(
         return Verdict.error(f"grader error: {type(exc).__name__}: {exc}", reason="grader_error")
 
 
+def math_cache_key(problem: Problem, response: str) -> tuple:
+    """What :func:`verify_math` grades: the extracted answers and how they were found."""
+    answers, method = extract_answers(graded_part(response))
+    return method, tuple(answers)
+
+
+verify_math.cache_key = math_cache_key  # see intbench.verifiers.memo
+
+
 def _reference_text(answer: object) -> str:
     """The reference as one LaTeX string; a reference with several boxes becomes their list."""
     text = str(answer)
