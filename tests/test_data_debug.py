@@ -77,6 +77,7 @@ def fake_hub(monkeypatch):
         if path not in hub_rows:  # local files are read for real
             return real_load_dataset(path, name, split=split, **kwargs)
         asked.append(("load_dataset", path, name, split))
+        asked.append(("data_files", path, kwargs.get("data_files")))
         assert split == "test"
         return datasets.Dataset.from_list(hub_rows[path])
 
@@ -178,6 +179,8 @@ def test_unreadable_or_non_stdin_tests_drop_the_row():
 def test_hub_path_maps_like_the_local_file(monkeypatch, fake_hub):
     hub = load_problems("debug", source="hub")
     assert ("load_dataset", DEBUGEVAL_ID, None, "test") in fake_hub
+    # only the code-repair rows, not the repository's other files sorted into splits
+    assert ("data_files", DEBUGEVAL_ID, {"test": [DEBUGEVAL_ROWS_FILE]}) in fake_hub
     assert ("download", DEBUGEVAL_ID, DEBUGEVAL_TESTS_FILE, "dataset") in fake_hub
     assert [p.id for p in hub] == [f"debug/test/{q}" for q in KEPT]
     assert all(p.metadata["source"] == DEBUGEVAL_ID for p in hub)

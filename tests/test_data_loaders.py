@@ -389,3 +389,20 @@ def test_csv_files_load_for_any_domain(tmp_path):
     datasets.Dataset.from_list(rows_of("math500.jsonl")).to_csv(str(path))
     expected = [p.to_dict() for p in load_problems("math", source=str(CARDS / "math500.jsonl"))]
     assert [p.to_dict() for p in load_problems("math", source=str(path))] == expected
+
+
+def test_skipped_rows_are_counted_by_reason_in_one_line(tmp_path, caplog):
+    import logging
+
+    rows = [
+        {"input": "a", "target": "b", "task": "linguini", "mini": False},
+        {"input": "c", "target": "d", "task": "dyck_languages", "mini": False},
+        {"input": "e", "target": "f", "task": "dyck_languages", "mini": False},
+    ]
+    path = tmp_path / "bbeh.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with caplog.at_level(logging.INFO, logger="intbench.envs.domains.base"):
+        problems = load_problems("linguini", source=str(path))
+    assert len(problems) == 1
+    lines = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(lines) == 1 and "kept 1 of 3 rows" in lines[0] and ": 2" in lines[0], lines

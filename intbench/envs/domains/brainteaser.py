@@ -277,7 +277,7 @@ def row_to_problem(
         raise MissingColumns(missing)
     reason = filters.rejects(row, split)
     if reason is not None:
-        raise SkipRow(f"row {index}: {reason}")
+        raise SkipRow(reason)
     if explanation is None:
         explanation = answer
         answer = short_answer(explanation)

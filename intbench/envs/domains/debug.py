@@ -44,6 +44,7 @@ from intbench.envs.domains.codeforces import (
 from intbench.envs.domains.debug_sources import (
     DEBUGEVAL_ID,
     DEBUGEVAL_LICENSE,
+    DEBUGEVAL_ROWS_FILE,
     grade,
     grader_failed,
     row_to_problem,
@@ -205,7 +206,8 @@ DOMAIN = Domain(
     answer_format=ANSWER_FORMAT,
     verifier="intbench.verifiers.code:verify_code",
     templates=BUILTIN_TEMPLATES / "debug",
-    hub={"test": HubRef(DEBUGEVAL_ID, "test")},
+    # only the code-repair task's rows: the repository also holds other tasks and the tests
+    hub={"test": HubRef(DEBUGEVAL_ID, "test", data_files=(DEBUGEVAL_ROWS_FILE,))},
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test",),

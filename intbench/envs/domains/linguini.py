@@ -31,7 +31,7 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
     """Map a BBEH row (``input`` puzzle text, ``target`` answer) to a Problem."""
     task = row.get("task")
     if task is not None and str(task).lower() not in TASK_NAMES:
-        raise SkipRow(f"row {index} belongs to BBEH task {task!r}")
+        raise SkipRow(f"BBEH task {task!r}")
     require(row, "input", "target")
     mini = row.get("mini")
     if isinstance(mini, str):  # CSV exports write booleans as text

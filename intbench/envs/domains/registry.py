@@ -41,11 +41,16 @@ class DataSourceError(ValueError):
 
 @dataclass(frozen=True)
 class HubRef:
-    """Where one split of a domain lives on the hub: ``load_dataset(path, name, split=split)``."""
+    """Where one split of a domain lives on the hub: ``load_dataset(path, name, split=split)``.
+
+    ``data_files`` names the repository files that hold the split, for a
+    dataset whose files the library would otherwise sort into splits by name.
+    """
 
     path: str
     split: str
     name: str | None = None
+    data_files: tuple[str, ...] | None = None
 
     def describe(self) -> str:
         config = f" ({self.name})" if self.name else ""
@@ -125,6 +130,8 @@ class Domain:
         row_to_problem: maps a hub-schema row (also local files) to a Problem.
         offline_loader: loads (or generates) the offline problems of a split.
         offline_splits: splits the offline source has.
+        default_split: the split a load without ``split`` reads, offline and on
+            the hub (``None``: every split; generated problems: the first).
         offline_source: human-readable name of the offline source.
         hub: our split name -> :class:`HubRef` (empty: no hub source).
         leak_check: ``(problem, message) -> bool``; ``None`` uses the kind's
@@ -161,6 +168,7 @@ class Domain:
     license: str = ""
     hub_schema_confirmed: bool = True
     offline_needs_build: Callable[[], bool] | None = None
+    default_split: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -173,6 +181,11 @@ class Domain:
             raise ValueError(f"domain {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
         if not self.offline_splits:
             raise ValueError(f"domain {self.name!r}: offline_splits is empty")
+        if self.default_split is not None and self.default_split not in self.offline_splits:
+            raise ValueError(
+                f"domain {self.name!r}: default_split {self.default_split!r} is not one of "
+                f"its offline splits {self.offline_splits}"
+            )
 
     @property
     def llm_variants(self) -> bool:
