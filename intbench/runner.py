@@ -2,7 +2,7 @@
 
 A run plays ``n`` problems x ``repeats`` episodes of one env with one teacher
 and one student.  Each finished episode is appended to the run directory
-``DIR`` (:class:`~intbench.rundir.RunDir`) and flushed to disk at once, beside
+``DIR`` (:class:`~intbench.rundir.RunDir`) in one write as it ends, beside
 the run's configuration.  Re-running the same command skips finished episodes, so
 an interrupted run (Ctrl-C, a crash, SIGKILL) resumes where it stopped; an
 episode whose model or grader failed is recorded with its error and retried
@@ -11,15 +11,17 @@ refused.
 
 Episodes are identified by ``run_key`` = ``"<problem index>:<repeat>"`` and
 seeded from (run seed, key), so which episodes a run holds does not depend on
-where it was interrupted.  Up to ``concurrency`` episodes are in flight: their
-student calls and their teacher calls are each batched into one model call
-per round (one padded forward pass locally, parallel requests on a server).
+where it was interrupted.  Up to ``concurrency`` episodes are in flight, each at
+its own pace (:mod:`intbench.scheduling`): a server gets every ready request
+at once, a local model gets what is ready as one padded batch, and gradings
+run in a thread pool, so a slow episode delays only itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import itertools
 import json
 import logging
 import os
@@ -32,10 +34,10 @@ from typing import Any
 import gymnasium as gym
 
 from intbench.cache import stable_hash
-from intbench.envs import flows
 from intbench.envs.registration import protocol_of
 from intbench.records import Episode, Problem
 from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError
+from intbench.scheduling import Scheduler, episode_program
 
 __all__ = [
     "EPISODE_TIMEOUT_S",
@@ -129,19 +131,15 @@ def _run_locked(
 
     out = run_dir.path
     run_dir.check_config(config.to_dict())
-    if config.replay_interventions:
-        check_replay(config)  # before any model loads
     # Models, problems and the teacher first: a start that fails here leaves
     # no config.json behind, so the corrected command is not refused.
-    envs = [_make_env(config) for _ in range(max(1, concurrency))]
-    first = envs[0]
+    first = _make_env(config)
     problems = first.problems
+    # The problems are resolved once; every other env shares them.
+    envs = [first] + [_make_env(config, problems) for _ in range(max(1, concurrency) - 1)]
     protocol = protocol_of(config.env_id)
     condition = getattr(first, "condition", None)
-    if config.replay_interventions:
-        teacher = replay_teacher(config, problems)
-    else:
-        teacher = make_teacher(config.teacher, protocol, condition)
+    teacher = make_teacher(config.teacher, protocol, condition)
     run_dir.save_config(config.to_dict())
     run_dir.save_problems(problems)
     log = run_dir.log()
@@ -155,59 +153,36 @@ def _run_locked(
     student = executor.backends["student"]
     started = time.perf_counter()
     bar = _progress_bar(len(keys), skipped, progress)
-    active: dict[int, dict] = {}  # slot -> {"key", "obs", "info", "steps"}
+    scheduler = Scheduler(executor, teacher, len(envs))
+    key_in_slot: dict[int, str] = {}
+
+    def next_program(slot: int):
+        if not todo:
+            return None
+        key = key_in_slot[slot] = todo.pop(0)
+        teacher.reset(slot)
+        problem_index, repeat = (int(part) for part in key.split(":"))
+        seed = episode_seed(config, key)
+        options = {"problem_index": problem_index, "student_seed": config.seed + repeat}
+        return episode_program(envs[slot], seed, options, itertools.count(seed), slot)
+
+    def keep(record: Episode) -> None:
+        log.append(record)
+        if on_episode:
+            on_episode(record.to_dict())
+        _tick(bar, student, teacher)
+
+    def on_done(slot: int, episode: Episode) -> None:
+        keep(_finish_record(episode, config, key_in_slot[slot], teacher, slot))
+
+    def on_overdue(slot: int) -> None:
+        keep(_timeout_record(problems, config, key_in_slot[slot], episode_timeout_s))
+
     try:
-        while todo or active:
-            free = [slot for slot in range(len(envs)) if slot not in active][: len(todo)]
-            starting = [(slot, todo.pop(0)) for slot in free]
-            reset_at = time.monotonic()  # the limit counts the reset (baseline) too
-            resets = flows.run_flows(
-                [
-                    envs[slot].reset_flow(
-                        seed=episode_seed(config, key),
-                        options={
-                            "problem_index": int(key.split(":")[0]),
-                            "student_seed": config.seed + int(key.split(":")[1]),
-                        },
-                    )
-                    for slot, key in starting
-                ],
-                executor,
-            )
-            for (slot, key), (obs, info) in zip(starting, resets, strict=True):
-                teacher.reset(slot, key)
-                active[slot] = {
-                    "key": key, "obs": obs, "info": info, "step": 0, "start": reset_at
-                }  # fmt: skip
-            slots = sorted(active)
-            seeds = [episode_seed(config, active[s]["key"]) + active[s]["step"] for s in slots]
-            actions = teacher.act(
-                slots, [(active[s]["obs"], active[s]["info"]) for s in slots], seeds
-            )
-            results = flows.run_flows(
-                [envs[s].step_flow(a) for s, a in zip(slots, actions, strict=True)], executor
-            )
-            for slot, (obs, _, terminated, truncated, info) in zip(slots, results, strict=True):
-                state = active[slot]
-                state.update(obs=obs, info=info, step=state["step"] + 1)
-                if terminated or truncated:
-                    record = _finish_record(
-                        envs[slot].last_episode, config, state["key"], teacher, slot
-                    )
-                    log.append(record)
-                    if on_episode:
-                        on_episode(record.to_dict())
-                    del active[slot]
-                    _tick(bar, student, teacher)
-            for slot in _overdue(active, episode_timeout_s):
-                record = _timeout_record(
-                    problems, config, active.pop(slot)["key"], episode_timeout_s
-                )
-                log.append(record)
-                if on_episode:
-                    on_episode(record.to_dict())
-                _tick(bar, student, teacher)
+        with log:
+            scheduler.run(next_program, on_done, on_overdue, episode_timeout_s)
     finally:
+        scheduler.close()
         if bar is not None:
             bar.close()
         for env in envs:
@@ -216,10 +191,12 @@ def _run_locked(
     return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
 
 
-def _make_env(config: RunConfig):
+def _make_env(config: RunConfig, problems: list[Problem] | None = None):
     import intbench.envs  # noqa: F401  (registers the ids)
 
     kwargs = dict(config.env_options)
+    if problems is not None:
+        kwargs["problems"] = problems
     kwargs.update(
         student=config.student,
         source=config.source,
@@ -246,14 +223,6 @@ def _finish_record(episode: Episode, config: RunConfig, key: str, teacher, slot:
         prompt, completion = teacher.tokens[slot]
         episode.tokens.update(teacher_prompt=prompt, teacher_completion=completion)
     return episode
-
-
-def _overdue(active: dict[int, dict], limit_s: float | None) -> list[int]:
-    """Slots whose episode has run longer than ``limit_s`` seconds."""
-    if limit_s is None:
-        return []
-    now = time.monotonic()
-    return [slot for slot, state in active.items() if now - state["start"] > limit_s]
 
 
 def _timeout_record(problems: list, config: RunConfig, key: str, limit_s: float) -> Episode:

@@ -69,6 +69,7 @@ def _check_fault(fault: str) -> None:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # the listen backlog: many clients connect at once, as on vLLM
 
     def handle_error(self, request: object, client_address: object) -> None:
         # Clients that time out hang up on "slow" handlers; that is expected.
@@ -92,6 +93,7 @@ class FakeOpenAIServer:
         self.slow_seconds = slow_seconds
         self.retry_after = retry_after
         self.requests: list[dict] = []
+        self.first_request_at: float | None = None
         self.in_flight = 0
         self.max_in_flight = 0
         self._faults: deque[str] = deque()
@@ -124,6 +126,23 @@ class FakeOpenAIServer:
             self._faults.clear()
             self._faults_by_prompt.clear()
 
+    def stats(self) -> dict:
+        """Requests so far: count, most in flight, and per model its count and asked tokens."""
+        with self._lock:
+            by_model: dict[str, dict] = {}
+            for request in self.requests:
+                entry = by_model.setdefault(
+                    request.get("model", ""), {"requests": 0, "max_tokens": 0}
+                )
+                entry["requests"] += 1
+                entry["max_tokens"] += request.get("max_tokens") or 0
+            return {
+                "requests": len(self.requests),
+                "max_in_flight": self.max_in_flight,
+                "by_model": by_model,
+                "first_request_at": self.first_request_at,
+            }
+
     def start(self) -> FakeOpenAIServer:
         self._thread.start()
         return self
@@ -149,6 +168,8 @@ class FakeOpenAIServer:
 
     def _enter(self, body: dict) -> None:
         with self._lock:
+            if not self.requests:
+                self.first_request_at = time.time()  # wall clock: comparable across processes
             self.requests.append(body)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -217,6 +238,9 @@ class FakeOpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, like real servers
+            # Headers and body go out in separate writes; with Nagle's algorithm and
+            # the client's delayed ACK each reply would wait about 40 ms.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
@@ -250,6 +274,8 @@ class FakeOpenAIServer:
                     self._send_json(
                         200, {"object": "list", "data": [{"id": server.model, "object": "model"}]}
                     )
+                elif self.path.rstrip("/") == "/stats":  # for a server in another process
+                    self._send_json(200, server.stats())
                 else:
                     self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 

@@ -16,6 +16,7 @@ never memoised.
 from __future__ import annotations
 
 import copy
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
@@ -35,6 +36,7 @@ class VerdictMemo:
         self._fingerprints: dict[int, tuple[Problem, str]] = {}
         self.hits = 0
         self.misses = 0
+        self._lock = threading.Lock()  # gradings run in several threads
 
     def key(self, verifier: Callable, problem: Problem, text: str) -> Hashable | None:
         """The memo key of grading ``text`` on ``problem``, or ``None`` when it is not memoised."""
@@ -48,26 +50,31 @@ class VerdictMemo:
 
     def _fingerprint(self, problem: Problem) -> str:
         # The reference and the tests decide a verdict, not just the id.
-        known = self._fingerprints.get(id(problem))
+        with self._lock:
+            known = self._fingerprints.get(id(problem))
         if known is None or known[0] is not problem:
             known = (problem, stable_hash(problem.id, problem.answer, problem.tests))
-            self._fingerprints[id(problem)] = known
+            with self._lock:
+                self._fingerprints[id(problem)] = known
         return known[1]
 
     def get(self, key: Hashable | None) -> Verdict | None:
         if key is None:
             return None
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self._verdicts.move_to_end(key)
+        with self._lock:
+            verdict = self._verdicts.get(key)
+            if verdict is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self._verdicts.move_to_end(key)
         return copy.deepcopy(verdict)  # records may be edited later; the memo's copy is not
 
     def put(self, key: Hashable | None, verdict: Verdict) -> None:
         if key is None or verdict.status not in ("correct", "incorrect"):
             return
-        self._verdicts[key] = copy.deepcopy(verdict)
-        if len(self._verdicts) > self.max_entries:
-            self._verdicts.popitem(last=False)
+        kept = copy.deepcopy(verdict)
+        with self._lock:
+            self._verdicts[key] = kept
+            if len(self._verdicts) > self.max_entries:
+                self._verdicts.popitem(last=False)

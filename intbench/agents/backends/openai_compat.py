@@ -92,6 +92,8 @@ class OpenAIBackend(BaseBackend):
     ``api_key``, ``extra_body`` (dict passed through to the server).
     """
 
+    remote = True  # a server: the runner keeps its requests in flight together
+
     def __init__(
         self,
         model: str,
@@ -143,7 +145,9 @@ class OpenAIBackend(BaseBackend):
             max_retries=0,
             timeout=self.timeout + 5.0,
         )
-        self._lock = threading.Lock()
+        # One bound on requests in flight for the backend, shared by every batch,
+        # so batches from several threads run together within the limit.
+        self._in_flight = asyncio.Semaphore(concurrency)
 
     def batch_deadline(self, n_requests: int) -> float:
         """Seconds a ``generate`` call of ``n_requests`` may take at most."""
@@ -158,14 +162,10 @@ class OpenAIBackend(BaseBackend):
         if self._client is None:
             raise BackendError(f"{self.spec}: backend is closed")
         budget = self.batch_deadline(len(batch))
-        # One generate call at a time per backend keeps the concurrency limit honest.
-        with self._lock:
-            future = asyncio.run_coroutine_threadsafe(
-                self._run_batch(batch, params, budget), self._loop
-            )
-            # The coroutine enforces the deadline itself; this outer bound only
-            # guards against a stuck event loop.
-            completions = future.result(timeout=budget + 10.0)
+        future = asyncio.run_coroutine_threadsafe(self._run_batch(batch, params, budget), self._loop)
+        # The coroutine enforces the deadline itself; this outer bound only
+        # guards against a stuck event loop.
+        completions = future.result(timeout=budget + 10.0)
         if self.raise_on_error:
             failed = [c.error for c in completions if c.error]
             if failed:
@@ -177,7 +177,7 @@ class OpenAIBackend(BaseBackend):
     async def _run_batch(
         self, batch: list[Conversation], params: SamplingParams, budget: float
     ) -> list[Completion]:
-        limit = asyncio.Semaphore(self.concurrency)
+        limit = self._in_flight
         deadline_at = self._loop.time() + budget
 
         async def one(conversation: Conversation) -> Completion:

@@ -1,0 +1,225 @@
+"""Many episodes, each at its own pace: a scheduler without round barriers.
+
+Each episode is a *program*: a generator that yields what it needs next —
+a model call (:class:`~intbench.envs.flows.Generate`), a grading
+(:class:`~intbench.envs.flows.Verify`) or a teacher decision
+(:class:`TeacherAct`) — and receives the answer.  The scheduler keeps every
+program's request in flight at once and hands each answer back as soon as it
+is there, so a slow grading or a slow server reply delays only its own
+episode.
+
+* Gradings run in a thread pool, one per request.
+* Requests for a *remote* model (an OpenAI-compatible server) are sent as soon
+  as they are ready, as one batch per (role, sampling), from a pool as large
+  as the run's concurrency: the server sees every ready request at once.
+* Requests for a *local* model (transformers, llama.cpp, scripted) run one
+  batch at a time on one worker; what becomes ready while a batch runs is
+  batched together next (continuous batching), so a local model still gets
+  padded batches rather than one call per episode.
+* Decisions of a scripted teacher are made inline; a model teacher's go to
+  the worker of its backend, one batch at a time (its per-episode state is
+  not shared between threads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import defaultdict
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from intbench.envs.flows import Generate, RequestExecutor, Verify
+
+VERIFY_THREADS = 8
+WAIT_S = 0.5  # longest sleep between checks of the episode wall-clock limit
+
+
+@dataclass
+class TeacherAct:
+    """Ask the teacher for its action in ``slot`` given the env's ``obs`` and ``info``."""
+
+    slot: int
+    obs: Any
+    info: dict
+    seed: int
+
+
+Program = Generator[Any, Any, Any]
+
+
+def is_remote(backend: object) -> bool:
+    """Whether ``backend`` is a server, whose requests are best kept in flight together."""
+    return bool(getattr(backend, "remote", False))
+
+
+@dataclass
+class _Running:
+    """One program in a slot; ``serial`` tells a reused slot's programs apart."""
+
+    program: Program
+    serial: int
+    started: float
+
+
+class Scheduler:
+    """Run programs in ``slots`` slots until ``next_program`` has no more.
+
+    ``next_program(slot)`` returns a new program for a free slot, or ``None``
+    when there is nothing left to start; ``on_done(slot, value)`` receives what
+    a program returned; ``on_overdue(slot)`` is called for a program still
+    running ``limit_s`` seconds after it started (it is then dropped).
+    """
+
+    def __init__(self, executor: RequestExecutor, teacher: object, slots: int):
+        self.executor = executor
+        self.teacher = teacher
+        self.slots = slots
+        self._verify_pool = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="intbench-grade")
+        self._remote_pool = ThreadPoolExecutor(max(slots, 1), thread_name_prefix="intbench-remote")
+        self._local_pool = ThreadPoolExecutor(1, thread_name_prefix="intbench-local")
+        self._local_busy: Future | None = None
+        self._teacher_busy: Future | None = None
+
+    def close(self) -> None:
+        for pool in (self._verify_pool, self._remote_pool, self._local_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ loop
+    def run(
+        self,
+        next_program: Callable[[int], Program | None],
+        on_done: Callable[[int, Any], None],
+        on_overdue: Callable[[int], None] | None = None,
+        limit_s: float | None = None,
+    ) -> None:
+        running: dict[int, _Running] = {}
+        ready: dict[int, Any] = {}  # slot -> its program's request, not yet sent
+        in_flight: dict[Future, list[tuple[int, int]]] = {}  # future -> (slot, serial) it answers
+        serials = iter(range(1 << 62))
+        exhausted = False
+
+        def advance(slot: int, answer: Any, first: bool = False) -> None:
+            state = running[slot]
+            try:
+                request = next(state.program) if first else state.program.send(answer)
+            except StopIteration as stop:
+                del running[slot]
+                on_done(slot, stop.value)
+                return
+            ready[slot] = request
+
+        while True:
+            if not exhausted:
+                for slot in range(self.slots):
+                    if slot in running:
+                        continue
+                    program = next_program(slot)
+                    if program is None:
+                        exhausted = True
+                        break
+                    running[slot] = _Running(program, next(serials), time.monotonic())
+                    advance(slot, None, first=True)
+            if not running:
+                return
+            self._dispatch(ready, running, in_flight)
+            if in_flight:
+                done, _ = wait(list(in_flight), timeout=WAIT_S, return_when=FIRST_COMPLETED)
+                for future in done:
+                    owners = in_flight.pop(future)
+                    answers = future.result()
+                    for (slot, serial), answer in zip(owners, answers, strict=True):
+                        state = running.get(slot)
+                        if state is not None and state.serial == serial:  # not dropped meanwhile
+                            advance(slot, answer)
+            if limit_s is not None:
+                now = time.monotonic()
+                for slot in [s for s, r in running.items() if now - r.started > limit_s]:
+                    del running[slot]
+                    ready.pop(slot, None)
+                    if on_overdue is not None:
+                        on_overdue(slot)
+
+    # -------------------------------------------------------------- dispatch
+    def _dispatch(self, ready: dict, running: dict, in_flight: dict) -> None:
+        """Send every ready request that can go now; the rest wait for a free worker."""
+        if self._local_busy is not None and self._local_busy.done():
+            self._local_busy = None
+        if self._teacher_busy is not None and self._teacher_busy.done():
+            self._teacher_busy = None
+        owner = {slot: (slot, running[slot].serial) for slot in ready}
+        generations: dict[tuple, list[int]] = defaultdict(list)
+        acts: list[int] = []
+        for slot, request in list(ready.items()):
+            if isinstance(request, Verify):
+                future = self._verify_pool.submit(self.executor.verify, [request])
+                in_flight[future] = [owner[slot]]
+                del ready[slot]
+            elif isinstance(request, Generate):
+                key = (
+                    request.role,
+                    *dataclasses.astuple(dataclasses.replace(request.sampling, seed=None)),
+                )
+                generations[key].append(slot)
+            elif isinstance(request, TeacherAct):
+                acts.append(slot)
+            else:
+                raise TypeError(f"an episode yielded {type(request).__name__}")
+        for slots in generations.values():
+            role = ready[slots[0]].role
+            remote = is_remote(self.executor.backends.get(role))
+            if not remote and self._local_busy is not None:
+                continue  # batched with what arrives meanwhile, once the worker is free
+            batch = [ready.pop(slot) for slot in slots]
+            pool = self._remote_pool if remote else self._local_pool
+            future = pool.submit(self.executor.generate, batch)
+            in_flight[future] = [owner[slot] for slot in slots]
+            if not remote:
+                self._local_busy = future
+        if acts:
+            self._dispatch_acts(acts, ready, owner, in_flight)
+
+    def _dispatch_acts(self, slots: list[int], ready: dict, owner: dict, in_flight: dict) -> None:
+        backend = getattr(self.teacher, "backend", None)
+        if backend is None:  # a scripted policy: decide now
+            requests = [ready.pop(slot) for slot in slots]
+            future: Future = Future()
+            future.set_result(self._act(requests))
+            in_flight[future] = [owner[slot] for slot in slots]
+            return
+        if self._teacher_busy is not None:
+            return
+        remote = is_remote(backend)
+        if not remote and self._local_busy is not None:
+            return
+        requests = [ready.pop(slot) for slot in slots]
+        pool = self._remote_pool if remote else self._local_pool
+        future = pool.submit(self._act, requests)
+        in_flight[future] = [owner[slot] for slot in slots]
+        self._teacher_busy = future
+        if not remote:
+            self._local_busy = future
+
+    def _act(self, requests: list[TeacherAct]) -> list[Any]:
+        return self.teacher.act(
+            [r.slot for r in requests],
+            [(r.obs, r.info) for r in requests],
+            [r.seed for r in requests],
+        )
+
+
+def episode_program(
+    env: Any, reset_seed: int, reset_options: dict, seeds: Iterator[int], slot: int
+) -> Program:
+    """One episode of ``env``: reset, then teacher decisions and steps until it ends.
+
+    Returns the env's episode record.
+    """
+    obs, info = yield from env.reset_flow(seed=reset_seed, options=reset_options)
+    while True:
+        action = yield TeacherAct(slot, obs, info, next(seeds))
+        obs, _, terminated, truncated, info = yield from env.step_flow(action)
+        if terminated or truncated:
+            return env.last_episode

@@ -1,0 +1,142 @@
+"""The scheduler: each episode at its own pace, no round barriers."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from intbench.agents.base import Completion, SamplingParams
+from intbench.envs.flows import Generate, RequestExecutor, Verify
+from intbench.records import Problem, Verdict
+from intbench.scheduling import Scheduler, TeacherAct
+from tests.fake_openai_server import FakeOpenAIServer
+
+PROBLEM = Problem(id="math/t/0", domain="math", question="q", answer="1")
+SAMPLING = SamplingParams(max_tokens=8)
+
+
+class RecordingBackend:
+    """A local model that records the size of every batch it is given."""
+
+    spec = "recording"
+    remote = False
+
+    def __init__(self, seconds: float = 0.0):
+        self.seconds = seconds
+        self.batches: list[int] = []
+
+    def generate(self, batch, params=None):
+        self.batches.append(len(batch))
+        time.sleep(self.seconds)
+        return [Completion(text="ok") for _ in batch]
+
+
+class ScriptedTeacher:
+    backend = None
+
+    def act(self, slots, steps, seeds):
+        return ["wait" for _ in slots]
+
+
+def program(log: list, name: str, slow_grading: bool = False):
+    yield Generate("student", [{"role": "user", "content": name}], SAMPLING)
+    action = yield TeacherAct(0, {}, {}, 0)
+    assert action == "wait"
+    verifier = _slow_verifier if slow_grading else _fast_verifier
+    verdict = yield Verify(PROBLEM, name, verifier)
+    log.append((name, time.monotonic()))
+    return verdict.status
+
+
+def _fast_verifier(problem, text):
+    return Verdict("correct", 1.0)
+
+
+def _slow_verifier(problem, text):
+    time.sleep(1.0)
+    return Verdict("incorrect")
+
+
+def _run(scheduler: Scheduler, programs: list) -> dict:
+    results: dict[int, str] = {}
+    queue = list(programs)
+
+    def next_program(slot):
+        return queue.pop(0) if queue else None
+
+    scheduler.run(next_program, lambda slot, value: results.setdefault(len(results), value))
+    return results
+
+
+def test_a_slow_grading_delays_only_its_own_episode():
+    backend = RecordingBackend()
+    scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=4)
+    log: list = []
+    started = time.monotonic()
+    programs = [program(log, "slow", slow_grading=True)] + [
+        program(log, f"fast{i}") for i in range(7)
+    ]
+    try:
+        results = _run(scheduler, programs)
+    finally:
+        scheduler.close()
+    finished = dict(log)
+    assert sorted(results.values()) == ["correct"] * 7 + ["incorrect"]
+    # the other seven finish (three of them in slots freed meanwhile) before the slow one
+    assert all(finished[f"fast{i}"] < finished["slow"] for i in range(7))
+    assert finished["slow"] - started >= 1.0
+
+
+def test_a_local_model_gets_what_is_ready_as_one_batch():
+    backend = RecordingBackend(seconds=0.05)
+    scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=8)
+    try:
+        _run(scheduler, [program([], f"p{i}") for i in range(8)])
+    finally:
+        scheduler.close()
+    assert backend.batches == [8]  # eight ready requests, one padded batch
+
+
+def test_a_server_gets_every_ready_request_at_once():
+    with FakeOpenAIServer(reply=lambda m: "ok", latency=0.2) as server:
+        from intbench.agents.backends import load_backend
+
+        backend = load_backend(f"openai:m@{server.base_url}?concurrency=16")
+        scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=16)
+        started = time.monotonic()
+        try:
+            _run(scheduler, [program([], f"p{i}") for i in range(32)])
+        finally:
+            scheduler.close()
+            backend.close()
+        elapsed = time.monotonic() - started
+        assert server.max_in_flight == 16
+        assert elapsed < 2.0  # two waves of 0.2 s, not 32 requests one after another
+
+
+def test_a_program_past_the_limit_is_dropped_and_its_late_answer_ignored():
+    release = threading.Event()
+
+    def stuck(problem, text):
+        release.wait(5)
+        return Verdict("correct", 1.0)
+
+    def slow_program():
+        yield Verify(PROBLEM, "x", stuck)
+        return "never"
+
+    overdue: list[int] = []
+    done: list = []
+    scheduler = Scheduler(RequestExecutor({}), ScriptedTeacher(), slots=1)
+    queue = [slow_program(), program([], "next")]
+    try:
+        scheduler.run(
+            lambda slot: queue.pop(0) if queue else None,
+            lambda slot, value: done.append(value),
+            on_overdue=overdue.append,
+            limit_s=0.3,
+        )
+    finally:
+        release.set()
+        scheduler.close()
+    assert overdue == [0] and done == ["correct"]
