@@ -162,7 +162,9 @@ class OpenAIBackend(BaseBackend):
         if self._client is None:
             raise BackendError(f"{self.spec}: backend is closed")
         budget = self.batch_deadline(len(batch))
-        future = asyncio.run_coroutine_threadsafe(self._run_batch(batch, params, budget), self._loop)
+        future = asyncio.run_coroutine_threadsafe(
+            self._run_batch(batch, params, budget), self._loop
+        )
         # The coroutine enforces the deadline itself; this outer bound only
         # guards against a stuck event loop.
         completions = future.result(timeout=budget + 10.0)
