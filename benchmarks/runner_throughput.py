@@ -101,13 +101,15 @@ def _timed_run(server: ServerProcess, teacher: str, n: int, concurrency: int, wo
     stats = server.stats()
     assert len(result.episodes) == n, (len(result.episodes), n)
     by_teacher = stats["by_model"].get("teacher", {"requests": 0, "max_tokens": 0})
+    setup = stats["first_request_at"] - started_wall
+    running = seconds - setup  # rates over the episodes, not the one-off setup (its own column)
     return {
         "seconds": seconds,
-        "episodes_per_s": n / seconds,
+        "episodes_per_s": n / running,
         "requests": stats["requests"],
-        "requests_per_s": stats["requests"] / seconds,
+        "requests_per_s": stats["requests"] / running,
         "max_in_flight": stats["max_in_flight"],
-        "setup_s": stats["first_request_at"] - started_wall,
+        "setup_s": setup,
         "teacher_requests": by_teacher["requests"],
         "teacher_tokens_per_request": (
             by_teacher["max_tokens"] / by_teacher["requests"] if by_teacher["requests"] else 0.0
@@ -123,6 +125,7 @@ def main() -> None:
     args = parser.parse_args()
     rows, lines = [], []
     with tempfile.TemporaryDirectory() as workdir:
+        timed_run(0.0, "at:0.5", 8, 8, workdir)  # imports and first-use costs, not measured
         for latency in LATENCIES_S:
             for concurrency in CONCURRENCIES:
                 run = timed_run(latency, "at:0.5", args.episodes, concurrency, workdir)
@@ -139,6 +142,8 @@ def main() -> None:
     lines.append("# Runner throughput against a local OpenAI-compatible server\n")
     lines.append(
         f"`python benchmarks/runner_throughput.py` — monitor protocol (`IntBench-Math-v0`), "
+        f"rates over the episodes (from the server's first request to the end; setup is its "
+        f"own column), "
         f"generated math problems, an `openai:` student on a local fake server "
         f"(`tests/fake_openai_server.py` in its own process, one thread per request). {os.cpu_count()} CPU cores, "
         f"load average {os.getloadavg()[0]:.1f} at the end, Python {platform.python_version()}.\n"

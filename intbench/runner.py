@@ -135,8 +135,9 @@ def _run_locked(
     # no config.json behind, so the corrected command is not refused.
     first = _make_env(config)
     problems = first.problems
-    # The problems are resolved once; every other env shares them.
-    envs = [first] + [_make_env(config, problems) for _ in range(max(1, concurrency) - 1)]
+    # The problems are resolved once and shared; the other envs are made when
+    # their slot first gets an episode, so setup does not grow with concurrency.
+    envs = [first] + [None] * (max(1, concurrency) - 1)
     protocol = protocol_of(config.env_id)
     condition = getattr(first, "condition", None)
     teacher = make_teacher(config.teacher, protocol, condition)
@@ -153,12 +154,14 @@ def _run_locked(
     student = executor.backends["student"]
     started = time.perf_counter()
     bar = _progress_bar(len(keys), skipped, progress)
-    scheduler = Scheduler(executor, teacher, len(envs))
+    scheduler = Scheduler(executor, teacher, min(len(envs), max(1, len(todo))))
     key_in_slot: dict[int, str] = {}
 
     def next_program(slot: int):
         if not todo:
             return None
+        if envs[slot] is None:
+            envs[slot] = _make_env(config, problems)
         key = key_in_slot[slot] = todo.pop(0)
         teacher.reset(slot)
         problem_index, repeat = (int(part) for part in key.split(":"))
@@ -186,7 +189,8 @@ def _run_locked(
         if bar is not None:
             bar.close()
         for env in envs:
-            env.close()
+            if env is not None:
+                env.close()
     episodes = [log.records[k].to_dict() for k in keys if k in log.records]
     return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
 

@@ -34,6 +34,7 @@ from typing import Any
 from intbench.envs.flows import Generate, RequestExecutor, Verify
 
 VERIFY_THREADS = 8
+STARTS_PER_ROUND = 8  # programs started before the ready requests go out, so setup stays short
 WAIT_S = 0.5  # longest sleep between checks of the episode wall-clock limit
 
 
@@ -113,9 +114,8 @@ class Scheduler:
 
         while True:
             if not exhausted:
-                for slot in range(self.slots):
-                    if slot in running:
-                        continue
+                free = [slot for slot in range(self.slots) if slot not in running]
+                for slot in free[:STARTS_PER_ROUND]:
                     program = next_program(slot)
                     if program is None:
                         exhausted = True
@@ -125,8 +125,11 @@ class Scheduler:
             if not running:
                 return
             self._dispatch(ready, running, in_flight)
+            starting = not exhausted and len(running) < self.slots
             if in_flight:
-                done, _ = wait(list(in_flight), timeout=WAIT_S, return_when=FIRST_COMPLETED)
+                # Slots still to fill: only a glance at what is done, then start more.
+                timeout = 0 if starting else WAIT_S
+                done, _ = wait(list(in_flight), timeout=timeout, return_when=FIRST_COMPLETED)
                 for future in done:
                     owners = in_flight.pop(future)
                     answers = future.result()

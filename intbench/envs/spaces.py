@@ -64,7 +64,7 @@ class UnicodeText(spaces.Text):
 
     def __init__(self, max_length: int = MAX_TEXT, *, min_length: int = 0, seed: Any = None):
         super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
-        self._sampler = spaces.Text(max_length, min_length=min_length, charset=SAMPLE_CHARSET)
+        self._sampler: spaces.Text | None = None  # made at the first sample: envs rarely sample
 
     @property
     def character_set(self) -> Set[str]:
@@ -86,6 +86,10 @@ class UnicodeText(spaces.Text):
 
     def sample(self, mask=None, probability=None) -> str:
         """Random printable text; masks and probabilities are over ``SAMPLE_CHARSET``."""
+        if self._sampler is None:
+            self._sampler = spaces.Text(
+                self.max_length, min_length=self.min_length, charset=SAMPLE_CHARSET
+            )
         # The sampler shares this space's generator, so seeding this space seeds samples.
         self._sampler._np_random = self.np_random
         # Cap random lengths: a 200k-character message is a valid action, but a

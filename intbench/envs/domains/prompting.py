@@ -132,6 +132,9 @@ def get_environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,  # partials end in a newline, like the line they replace
+        # Templates are package (or registered domain) files, fixed for the process:
+        # checking each one's mtime at every render cost a stat() per prompt.
+        auto_reload=False,
     )
     env.filters["as_text"] = _as_text
     env.filters["grid"] = _grid
