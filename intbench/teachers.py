@@ -18,13 +18,15 @@ from typing import Any
 
 from intbench.agents.backends.loading import KNOWN_KINDS, parse_spec
 from intbench.agents.base import ChatBackend, SamplingParams
-from intbench.agents.incremental import KVCacheDecider
+from intbench.agents.incremental import KVCacheDecider, decision_line
 from intbench.agents.parsing import parse_feedback, parse_monitor_decision, parse_oracle_decision
 from intbench.agents.policies import POLICY_KINDS, AtFraction, make_policy
 
 logger = logging.getLogger(__name__)
 
 # Monitor teachers sample moderately; the feedback paper's teachers use T=1.0.
+DECISION_TOKENS = 6
+"""Tokens a server teacher may write for its decision line (``Intervene: No`` and a newline)."""
 MONITOR_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=256)
 FEEDBACK_SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=512)
 
@@ -76,7 +78,7 @@ class PolicyTeacher:
             raise ValueError(
                 f"policy teacher {spec!r} applies to the monitor protocol; for feedback and tutor runs "
                 "use a model spec, 'never' (no feedback / silence) or the feedback env's "
-                "mode=self_refine/self_feedback"
+                "mode=self_refine/self_feedback/self_critique"
             )
         self.spec = spec
         self.protocol = protocol
@@ -143,7 +145,10 @@ class ModelTeacher:
         self.outputs: dict[int, list[str]] = {}
         self.tokens: dict[int, list[int]] = {}
         local = all(hasattr(backend, name) for name in ("model", "tokenizer", "render"))
-        self.incremental = local and protocol == "monitor" and condition != "oracle"
+        standard = protocol == "monitor" and condition != "oracle"
+        self.incremental = local and standard
+        # On a server, a Standard wait costs a few tokens: the decision line comes first.
+        self.decide_first = standard and not local and bool(getattr(backend, "remote", False))
         self._deciders: dict[int, KVCacheDecider] = {}
 
     def reset(self, slot: int, key: str | None = None) -> None:
@@ -180,20 +185,63 @@ class ModelTeacher:
             for i in asking:
                 actions[i] = self._decide(slots[i], steps[i][1]["messages"], seeds[i])
             return actions
+        if self.decide_first:
+            return self._decide_first(slots, steps, seeds, asking, actions)
         # One batch shares a seed; per-episode seeds keep runs reproducible.
         sampling = replace(self.sampling, seed=seeds[asking[0]])
-        try:
-            completions = self.backend.generate([steps[i][1]["messages"] for i in asking], sampling)
-        except Exception as exc:  # a teacher outage is an episode error, recorded by the env
-            logger.exception("teacher backend %s failed", self.spec)
+        completions = self._generate_or_fail([steps[i][1]["messages"] for i in asking], sampling)
+        if isinstance(completions, str):
             for i in asking:
-                actions[i] = {"intervene": 0, "message": "", "error": f"teacher failed: {exc}"}
+                actions[i] = {"intervene": 0, "message": "", "error": completions}
             return actions
         for i, completion in zip(asking, completions, strict=True):
             self._record(
                 slots[i], completion.text, completion.prompt_tokens, completion.completion_tokens
             )
             actions[i] = self.parse(completion.text, completion.error)
+        return actions
+
+    def _generate_or_fail(self, prompts: list, sampling: SamplingParams) -> list | str:
+        """The batch's completions, or why the teacher backend failed as a whole."""
+        try:
+            return self.backend.generate(prompts, sampling)
+        except Exception as exc:  # a teacher outage is an episode error, recorded by the env
+            logger.exception("teacher backend %s failed", self.spec)
+            return f"teacher failed: {exc}"
+
+    def _decide_first(self, slots, steps, seeds, asking, actions) -> list[Any]:
+        """Standard decisions on a server: the decision line alone (at most
+        ``DECISION_TOKENS`` tokens, stopped at the newline), then the full reply
+        only for a Yes.  A full reply that then says No is a logged wait."""
+        seed = seeds[asking[0]]  # one batch shares a seed, as in the full-reply path
+        short = replace(self.sampling, seed=seed, max_tokens=DECISION_TOKENS, stop=["\n"])
+        firsts = self._generate_or_fail([steps[i][1]["messages"] for i in asking], short)
+        if isinstance(firsts, str):
+            for i in asking:
+                actions[i] = {"intervene": 0, "message": "", "error": firsts}
+            return actions
+        yes = []
+        for i, first in zip(asking, firsts, strict=True):
+            self._record(slots[i], first.text, first.prompt_tokens, first.completion_tokens)
+            decision = None if first.error else decision_line(first.text)
+            if decision is None:  # an error, or no decision line: what the full reply would give
+                actions[i] = self.parse(first.text, first.error)
+            elif decision:
+                yes.append(i)
+        if not yes:
+            return actions
+        fulls = self._generate_or_fail(
+            [steps[i][1]["messages"] for i in yes], replace(self.sampling, seed=seed)
+        )
+        for n, i in enumerate(yes):
+            if isinstance(fulls, str):
+                actions[i] = {"intervene": 0, "message": "", "error": fulls}
+                continue
+            full = fulls[n]
+            self._record(slots[i], full.text, full.prompt_tokens, full.completion_tokens)
+            actions[i] = self.parse(full.text, full.error)
+            if not actions[i].get("intervene") and not actions[i].get("error"):
+                logger.warning("teacher said Yes, then No in its full reply: a wait")
         return actions
 
     def _decide(self, slot: int, messages: list[dict], seed: int) -> dict:

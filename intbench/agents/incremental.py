@@ -53,6 +53,12 @@ DECISION_PREFIX = "Intervene:"
 _DECISION_LINE = re.compile(r"^[\s*_#]*intervene[\s*_]*:[\s*_]*(yes|no)\b", re.IGNORECASE)
 
 
+def decision_line(text: str) -> bool | None:
+    """The decision an answer starts with: ``True`` (Yes), ``False`` (No), ``None`` (none)."""
+    match = _DECISION_LINE.match(text or "")
+    return None if match is None else match.group(1).lower() == "yes"
+
+
 @dataclass
 class DecisionStats:
     """Running cost counters of a decider.
