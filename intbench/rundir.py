@@ -12,6 +12,9 @@
     the run's configuration; a run with another one into ``DIR`` is refused.
 ``DIR/problems.jsonl``
     the run's problems, written once, so analyses never rebuild them.
+``DIR/summary.json``
+    what the run did and spent (:mod:`intbench.run_summary`), replaced as it
+    goes and complete at the end.
 
 ``DIR/.lock``
     held (``flock``) by the one process writing the run, with its pid inside.
@@ -44,6 +47,7 @@ logger = logging.getLogger(__name__)
 EPISODES_FILE = "episodes.jsonl"
 CONFIG_FILE = "config.json"
 PROBLEMS_FILE = "problems.jsonl"
+SUMMARY_FILE = "summary.json"
 LOCK_FILE = ".lock"
 
 REQUIRED_FIELDS = ("protocol", "problem_id", "domain", "student")
@@ -301,6 +305,24 @@ class RunDir:
     @property
     def problems_path(self) -> Path:
         return self.path / PROBLEMS_FILE
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / SUMMARY_FILE
+
+    def save_summary(self, summary: dict) -> None:
+        """Replace ``summary.json`` (written whole, then renamed: never half a file)."""
+        tmp = self.summary_path.with_suffix(".json.tmp")
+        with _writing(tmp):
+            tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", "utf-8")
+            os.replace(tmp, self.summary_path)
+
+    def summary(self) -> dict | None:
+        """The saved summary; ``None`` when there is none or it is unreadable."""
+        try:
+            return json.loads(self.summary_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
 
     @classmethod
     def below(cls, path: str | os.PathLike) -> list[RunDir]:

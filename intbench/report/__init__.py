@@ -15,6 +15,7 @@ from pathlib import Path
 
 from intbench.metrics import BOOTSTRAP_SAMPLES, Summary, Table, summarize
 from intbench.report.runs import LoadedRuns, ReportError, RunSource, load_episodes, read_runs
+from intbench.run_summary import summary_table
 from intbench.rundir import record_problem
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,9 @@ def generate_report(
     data.tables.extend(
         saved_analysis_tables([dirs] if isinstance(dirs, (str, Path)) else dirs, samples)
     )
+    summaries = {str(s.path.parent): s.summary for s in runs.sources if s.summary}
+    if summaries:
+        data.tables.append(summary_table(summaries))
     table_files = _write_tables(data.tables, out / "tables")
     rendered, skipped = figures.render_all(data, runs.episodes, out / "figures")
     html_path = html.write_html(out / "report.html", runs, data, rendered, skipped)

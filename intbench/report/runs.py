@@ -22,6 +22,7 @@ class RunSource:
     episodes: int = 0
     skipped: int = 0
     config: dict | None = None
+    summary: dict | None = None
 
 
 @dataclass
@@ -71,7 +72,9 @@ def read_runs(dirs: Sequence[str | Path]) -> LoadedRuns:
             raise ReportError(f"{directory}: no {EPISODES_FILE} found")
         for run in runs:
             read = run.read()
-            sources.append(RunSource(read.path, len(read.episodes), read.skipped, run.config()))
+            sources.append(
+                RunSource(read.path, len(read.episodes), read.skipped, run.config(), run.summary())
+            )
             total += len(read.episodes)
             for episode in read.episodes:
                 key = _identity(episode)
