@@ -33,9 +33,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from intbench.agents.backends import shared_backend
 from intbench.cache import stable_hash
 from intbench.envs.registration import protocol_of
 from intbench.records import Episode, Problem
+from intbench.run_summary import RunSummary
 from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError
 from intbench.scheduling import Scheduler, episode_program
 
@@ -53,6 +55,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+SUMMARY_EVERY_S = 2.0  # how often summary.json is replaced while a run goes
 EPISODE_TIMEOUT_S = 1800.0
 """Default wall-clock limit of one episode (``run_eval(episode_timeout_s=...)``,
 ``intbench eval --episode-timeout``).  Every model call and grader is bounded on
@@ -103,19 +106,22 @@ def run_eval(
     progress: bool = True,
     on_episode: Callable[[dict], None] | None = None,
     episode_timeout_s: float | None = EPISODE_TIMEOUT_S,
+    prices: dict[str, tuple[float, float]] | None = None,
 ) -> RunResult:
     """Run (or resume) an evaluation and return all its episode records.
 
     An episode still running ``episode_timeout_s`` seconds after its reset
-    (checked between rounds; ``None`` for no limit) is recorded as failed,
-    like a model or grader error, and so re-run on resume.
+    (``None`` for no limit) is recorded as failed, like a model or grader
+    error, and so re-run on resume.  ``DIR/summary.json`` keeps the run's
+    counts, timings and token usage (:mod:`intbench.run_summary`); ``prices``
+    (role -> US$ per million prompt / completion tokens) adds a cost estimate.
     """
     if episode_timeout_s is not None and not episode_timeout_s > 0:
         raise ValueError(f"episode_timeout_s must be positive, got {episode_timeout_s!r}")
     run_dir = RunDir(out_dir)
     with run_dir.writer():  # one writer per run directory
         return _run_locked(
-            config, run_dir, concurrency, progress, on_episode, episode_timeout_s
+            config, run_dir, concurrency, progress, on_episode, episode_timeout_s, prices
         )  # fmt: skip
 
 
@@ -126,9 +132,11 @@ def _run_locked(
     progress: bool,
     on_episode: Callable[[dict], None] | None,
     episode_timeout_s: float | None,
+    prices: dict[str, tuple[float, float]] | None,
 ) -> RunResult:
     from intbench.teachers import make_teacher
 
+    setup_started = time.perf_counter()
     out = run_dir.path
     run_dir.check_config(config.to_dict())
     if config.replay_interventions:
@@ -157,6 +165,26 @@ def _run_locked(
     skipped = len(keys) - len(todo)
     executor = first.executor
     student = executor.backends["student"]
+    summary = RunSummary(
+        config.to_dict(),
+        {
+            "student": student,
+            "teacher": getattr(teacher, "backend", None),
+            "judge": shared_backend(config.judge) if config.judge else None,
+        },
+        prices,
+        setup_started,
+    )
+    summary.total, summary.skipped, summary.retried = len(keys), skipped, retried
+    saved_at = [0.0]
+
+    def save_summary(force: bool = False) -> None:
+        if force or time.monotonic() - saved_at[0] >= SUMMARY_EVERY_S:
+            run_dir.save_summary(summary.to_dict())
+            saved_at[0] = time.monotonic()
+
+    save_summary(force=True)
+    summary.begin("episodes")
     started = time.perf_counter()
     bar = _progress_bar(len(keys), skipped, progress)
     scheduler = Scheduler(executor, teacher, min(len(envs), max(1, len(todo))))
@@ -176,6 +204,8 @@ def _run_locked(
 
     def keep(record: Episode) -> None:
         log.append(record)
+        summary.count(failed=bool(record.error))
+        save_summary()
         if on_episode:
             on_episode(record.to_dict())
         _tick(bar, student, teacher)
@@ -189,7 +219,9 @@ def _run_locked(
     try:
         with log:
             scheduler.run(next_program, on_done, on_overdue, episode_timeout_s)
+        summary.finished = True
     finally:
+        save_summary(force=True)  # also after an interruption: what was done until then
         scheduler.close()
         if bar is not None:
             bar.close()
