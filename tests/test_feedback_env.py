@@ -133,17 +133,19 @@ def test_leaking_feedback_is_flagged():
     assert info["record"]["feedback"][0]["leaked"] is True
 
 
-def test_modes_self_refine_and_self_feedback():
+def test_modes_self_refine_and_self_critique():
     student = CountingStudent(right_at=3)
     env = make(student, mode="self_refine")
     steps, _, info = run_episode(env, {"intervene": 1, "message": "ignored"})
     assert steps == 3 and all(f["message"] is None for f in info["record"]["feedback"])
     assert info["record"]["condition"] == "self_refine"
 
+    # the separate critique prompt is the self_critique control (self-feedback is the
+    # matrix diagonal: tests/test_self_feedback.py)
     student = CountingStudent(right_at=3)
-    env = make(student, mode="self_feedback")
+    env = make(student, mode="self_critique")
     steps, _, info = run_episode(env, 0)
-    assert steps == 3
+    assert steps == 3 and info["record"]["condition"] == "self_critique"
     assert [f["source"] for f in info["record"]["feedback"]] == ["self", "self"]
     assert info["record"]["feedback"][0]["message"] == "Recheck the multiplication."
 

@@ -153,7 +153,7 @@ def template_vars(name: str, problem: Problem) -> dict:
             "reference": _reference(problem),
             "reference_kind": "solution",
         },
-        "feedback_self_feedback": {
+        "feedback_self_critique": {
             "problem": problem,
             "history": HISTORY[:1],
             "latest_attempt": HISTORY[1]["attempt"],
@@ -307,7 +307,7 @@ STANDARD_TAGS = ["Intervene: [Yes/No]\nIntervention: <If 'Yes', write", "Student
             "feedback_teacher",
             ["<feedback>...</feedback>", "Passed 1/3 tests", "without telling me the final answer"],
         ),
-        ("feedback_self_feedback", ["<feedback>...</feedback>"]),
+        ("feedback_self_critique", ["<feedback>...</feedback>"]),
         ("skill_extract", ["Skill:"]),
         ("skill_cluster", ['{"categories"', "Fermat's little theorem"]),
         ("variant_generate", ["Write 3 new problems", "<variant>", "<answer>"]),
@@ -339,7 +339,7 @@ def test_format_tags_present(name, tags):
 
 STUDENT_FACING = (
     *ANSWERING_TEMPLATES,
-    "feedback_self_feedback",
+    "feedback_self_critique",
     "tutor_student_ideation",
 )
 

@@ -249,7 +249,11 @@ def test_feedback_modes_are_comparable_on_the_same_problems(tmp_path, monkeypatc
     for mode, eps in runs.items():
         summary = metrics.feedback_summary(eps)
         assert summary["k_max"] == 3 and len(summary["acc"]) == 3 and summary["n_episodes"] == 4
-        assert {e["condition"] for e in eps} == {mode}
+        # self-feedback is recorded as the matrix diagonal: the student's model as teacher
+        diagonal = mode == "self_feedback"
+        assert {e["condition"] for e in eps} == {"teacher" if diagonal else mode}
+        if diagonal:
+            assert {e["teacher"] for e in eps} == {"scripted:text=\\boxed{1}"}
 
 
 def test_matrix_command(tmp_path, monkeypatch, capsys):

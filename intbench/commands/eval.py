@@ -33,7 +33,11 @@ ENV_FLAGS = {
     "reward": (str, "the env's reward definition"),
     "k_max": (int, "feedback: attempts per episode"),
     "history": (int, "feedback: earlier attempts the teacher sees"),
-    "mode": (str, "feedback: teacher, self_refine or self_feedback"),
+    "mode": (
+        str,
+        "feedback: teacher, self_refine, self_feedback (the student's model as its own "
+        "teacher: the matrix diagonal) or self_critique (the student reviews its own attempt)",
+    ),
     "teacher_reference": (str, "feedback: none, answer or solution"),
     "execution_context": (str, "feedback: structured, feedback, traceback or none"),
 }

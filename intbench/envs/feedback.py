@@ -10,9 +10,14 @@ feedback, and the student tries again, up to ``k_max`` attempts.  So a student
 right on attempt 3 ends the episode at step 3.
 
 Modes: ``teacher`` (the agent writes feedback; ``intervene=0`` is a plain
-retry), ``self_refine`` (no feedback at all, the repeated-attempt control) and
-``self_feedback`` (the student model critiques its own attempt).  In the two
-control modes the agent's actions are ignored.
+retry), ``self_refine`` (no feedback at all, the repeated-attempt control),
+``self_feedback`` (the student's own model in the teacher role, with the
+teacher prompt: the dense matrix's diagonal, feedback paper Table 7 and §4.2)
+and ``self_critique`` (the student model reviews its own attempt with a
+student-side critique prompt, an extra control the paper does not run).  In
+the last three modes the agent's actions are ignored.  A ``self_feedback``
+episode is recorded as the diagonal cell: condition ``"teacher"`` and teacher
+the student's own spec, its feedback turns with source ``"self"``.
 
 Observation (``Dict``): ``problem``, ``attempt`` (latest attempt text),
 ``history`` (earlier visible turns, rendered), ``execution`` (verifier result
@@ -63,7 +68,11 @@ from intbench.verifiers.leakage import answer_leaked
 
 logger = logging.getLogger(__name__)
 
-MODES = ("teacher", "self_refine", "self_feedback")
+MODES = ("teacher", "self_refine", "self_feedback", "self_critique")
+SELF_TEMPLATES = {"self_feedback": "feedback_teacher", "self_critique": "feedback_self_critique"}
+"""Modes where the student's model writes the feedback -> its prompt: self-feedback gets
+the teacher's prompt (and the teacher's reference access), self-critique a review of
+its own attempt."""
 REFERENCE_KINDS = ("none", "answer", "solution")
 EXECUTION_CONTEXTS = ("structured", "feedback", "traceback", "none")
 REWARDS = ("success", "auc")
@@ -85,10 +94,12 @@ class FeedbackOptions(EnvOptions):
         execution_context: for code domains, how the test results are shown to
             the teacher: ``"structured"``, ``"feedback"``, ``"traceback"``,
             ``"none"`` [``"feedback"``].
-        mode: ``"teacher"``, ``"self_refine"`` or ``"self_feedback"`` [``"teacher"``].
+        mode: ``"teacher"``, ``"self_refine"``, ``"self_feedback"`` (the student's
+            model as its own teacher, teacher prompt) or ``"self_critique"`` (the
+            student's critique prompt) [``"teacher"``].
         reward: ``"success"`` or ``"auc"`` [``"success"``].
         teacher_sampling: sampling options used when the student model writes
-            feedback in ``self_feedback`` [T=1.0, top_p=1.0, 512 tokens].
+            feedback in ``self_feedback`` and ``self_critique`` [T=1.0, top_p=1.0, 512 tokens].
     """
 
     k_max: int = 10
@@ -141,10 +152,13 @@ class FeedbackEnv(FlowEnv):
         self._problem = problem
         self._attempts: list[Attempt] = []
         self._feedback: list[str | None] = []
+        # Self-feedback is the matrix cell whose teacher is the student's own model.
+        diagonal = self.options.mode == "self_feedback"
         self._episode = self._new_episode(
             "feedback",
             problem,
-            self.options.mode,
+            "teacher" if diagonal else self.options.mode,
+            teacher=self.student_spec if diagonal else None,
             config={
                 "k_max": self.options.k_max,
                 "history": self.options.history,
@@ -227,14 +241,15 @@ class FeedbackEnv(FlowEnv):
         """Flow: -> (feedback text or None, source, action error)."""
         if self.options.mode == "self_refine":
             return None, "none", None
-        if self.options.mode == "self_feedback":
-            messages = self._teacher_messages("feedback_self_feedback")
+        if self.options.mode in SELF_TEMPLATES:
+            messages = self._teacher_messages(SELF_TEMPLATES[self.options.mode])
             sampling = replace(self.teacher_sampling, seed=self._draw_seed())
             completion = yield flows.Generate("student", messages, sampling)
             self._episode.tokens["feedback_prompt"] += completion.prompt_tokens
             self._episode.tokens["feedback_completion"] += completion.completion_tokens
             if completion.error:
-                return None, "self", f"self-feedback generation failed: {completion.error}"
+                name = self.options.mode.replace("_", "-")
+                return None, "self", f"{name} generation failed: {completion.error}"
             return parse_feedback(completion.text).text or None, "self", None
         message, error = parse_message_action(
             action, lambda text: parse_feedback(text).text, MAX_MESSAGE

@@ -2,6 +2,11 @@
 
 A matrix holds one feedback metric per (student, teacher) cell of a domain
 and K, from ``mode="teacher"`` runs, with the control modes as extra columns.
+Its diagonal (teacher = student) is self-feedback: the student's own model
+in the teacher role with the teacher prompt (feedback paper Table 7, §4.2);
+the feedback env's ``mode="self_feedback"`` runs land there.  The
+``self_critique`` column is a different control: the student reviewing its
+own attempt with a critique prompt.
 The analyses ask how much of a cell's value the teacher explains (fixed
 effects), how far apart a student's best and worst teacher are, and whether a
 stronger solver makes a better teacher.
@@ -23,7 +28,15 @@ from intbench.metrics.groups import split_errors
 from intbench.metrics.table import Table, slug
 from intbench.records import Episode
 
-CONTROL_MODES = ("self_refine", "self_feedback")  # feedback modes without an outside teacher
+CONTROL_MODES = ("self_refine", "self_critique")  # feedback modes without an outside teacher
+LEGACY_MODES = {"self_feedback": "self_critique"}
+"""Conditions of older records -> the column they belong to: ``self_feedback`` episodes
+were once written with the critique prompt (newer ones are recorded as the diagonal)."""
+DIAGONAL_NOTE = (
+    "The diagonal (teacher = student) is self-feedback: the student's own model with the "
+    "teacher prompt (feedback paper Table 7). self_refine: retries without feedback; "
+    "self_critique: the student reviewing its own attempt with a critique prompt."
+)
 MATRIX_METRICS = ("acc@1", "acc@K", "gain", "auc")
 DEFAULT_SETTING = ("1", "none", "feedback")
 """The feedback env's default history, teacher reference and execution context."""
@@ -168,6 +181,14 @@ class Matrix:
         base = f"{slug(self.domain)}_k{self.k_max}"
         return base if self.setting == DEFAULT_SETTING else f"{base}_{slug('_'.join(self.setting))}"
 
+    def self_feedback(self, metric: str) -> dict[str, float]:
+        """The diagonal: each student's value with its own model as teacher, NaN dropped."""
+        return {
+            student: value
+            for (student, teacher), value in self.values[metric].items()
+            if student == teacher and teacher in self.teachers and not math.isnan(value)
+        }
+
     def teacher_pairs(self, metric: str) -> dict[tuple[str, str], float]:
         """The (student, teacher) cells of one metric, controls left out, NaN dropped."""
         teachers = set(self.teachers)
@@ -191,13 +212,16 @@ def build_matrices(
         if len(students) < 2 and len(teachers) < 2:
             continue
         controls = [
-            m for m in CONTROL_MODES if any(k.mode == m and k.student in students for k in keys)
+            m
+            for m in CONTROL_MODES
+            if any(_column_mode(k) == m and k.student in students for k in keys)
         ]
         values: dict[str, dict[tuple[str, str], float]] = {m: {} for m in MATRIX_METRICS}
         for key in keys:
-            if key.student not in students or (key.mode != "teacher" and key.mode not in controls):
+            mode = _column_mode(key)
+            if key.student not in students or (mode != "teacher" and mode not in controls):
                 continue
-            column = key.teacher if key.mode == "teacher" else key.mode
+            column = key.teacher if mode == "teacher" else mode
             summary = feedback[key]
             for metric in MATRIX_METRICS:
                 name = f"acc@{k_max}" if metric == "acc@K" else metric
@@ -207,6 +231,10 @@ def build_matrices(
             Matrix(domain, k_max, tuple(setting), students, teachers, controls, values, solo)
         )
     return matrices
+
+
+def _column_mode(key: FeedbackKey) -> str:
+    return LEGACY_MODES.get(key.mode, key.mode)
 
 
 def _solo_acc1(
@@ -243,6 +271,7 @@ def matrix_tables(matrix: Matrix) -> list[Table]:
                 title,
                 ["student", *matrix.columns],
                 rows,
+                DIAGONAL_NOTE,
             )
         )
     for table in (matrix_analysis_table(matrix, stem), matrix_summary_table(matrix, stem)):
@@ -254,6 +283,9 @@ def matrix_tables(matrix: Matrix) -> list[Table]:
 def matrix_analysis_table(matrix: Matrix, stem: str) -> Table:
     """Fixed-effect R², best-minus-worst teacher, and solver-vs-teacher rank agreement."""
     rows: list[list[Any]] = []
+    for metric in ("acc@K", "gain"):
+        for student, value in sorted(matrix.self_feedback(metric).items()):
+            rows.append(["self-feedback (diagonal)", metric, student, "teacher = student", value])
     for metric in ("gain", "auc"):
         pairs = matrix.teacher_pairs(metric)
         if len({s for s, _ in pairs}) >= 2 and len({t for _, t in pairs}) >= 2:
@@ -278,7 +310,9 @@ def matrix_analysis_table(matrix: Matrix, stem: str) -> Table:
         f"Matrix analyses: {matrix.label}",
         ["analysis", "metric", "student", "statistic", "value"],
         rows,
-        "A teacher's solo acc@1 is the acc@1 of the runs where that model is the student.",
+        "Self-feedback is the diagonal cell: the student's own model as teacher, with the "
+        "teacher prompt. A teacher's solo acc@1 is the acc@1 of the runs where that model is "
+        "the student.",
     )
 
 
