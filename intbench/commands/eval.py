@@ -9,6 +9,7 @@ from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
 from intbench.metrics import summarize
+from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
     EPISODE_TIMEOUT_S,
     ConfigMismatchError,
@@ -17,6 +18,7 @@ from intbench.runner import (
     RunLockedError,
     run_eval,
 )
+from intbench.tracking import TRACKERS, EpisodeTracking, TrackerError, check_tracker, make_tracker
 
 
 def _truthy(value: str) -> bool:
@@ -116,6 +118,20 @@ def _common(parser: argparse.ArgumentParser) -> None:
         f"on resume (default {EPISODE_TIMEOUT_S:g})",
     )
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="ROLE=IN/OUT",
+        help="US$ per million prompt/completion tokens of a role (student, teacher, judge), "
+        "for the cost estimate in DIR/summary.json, e.g. --price teacher=2.5/10",
+    )
+    parser.add_argument(
+        "--report-to",
+        default="none",
+        metavar="TRACKER",
+        help=f"experiment tracker: {', '.join(TRACKERS)} (default none; TRL's names)",
+    )
     shortcuts = parser.add_argument_group("env options (shortcuts for --env-option KEY=VALUE)")
     for name, (_, text) in ENV_FLAGS.items():
         shortcuts.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=text)
@@ -176,19 +192,38 @@ def _config(
     )
 
 
+def _tracking_options(args) -> dict:
+    """``--price`` and ``--report-to``, checked before any work (a bad one is exit 2)."""
+    try:
+        check_tracker(args.report_to)
+        return {"prices": parse_prices(args.price)}
+    except (PriceError, TrackerError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
     check_run(config, args.concurrency)
+    options = _tracking_options(args)
+    tracker = None
     try:
+        tracker = make_tracker(args.report_to, out)
+        tracker.log_config(config.to_dict())
         result = run_eval(
             config,
             out,
             concurrency=args.concurrency,
             progress=not args.no_progress,
             episode_timeout_s=args.episode_timeout,
+            on_episode=EpisodeTracking(tracker),
+            **options,
         )
+        tracker.log_tables(summarize(result.episodes).tables)
     except (ConfigMismatchError, RunLockedError, ReplayError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+    finally:
+        if tracker is not None:
+            tracker.finish()
     print(
         f"{out}: {result.ran} episode(s) run, {result.skipped} already done, {result.seconds:.1f} s"
     )
@@ -203,6 +238,7 @@ def _eval(args) -> int:
         teacher = teacher or replayed_teacher(replay)
     if not teacher:
         raise UsageError("--teacher is required (or --replay-interventions RUN_DIR)")
+    _tracking_options(args)
     config = _config(args, teacher, args.student, env_options(args), replay)
     episodes = _run(config, args.out, args)
     if episodes is None:
@@ -218,6 +254,7 @@ def _matrix(args) -> int:
             file=sys.stderr,
         )
         return 2
+    _tracking_options(args)
     students = [s for s in args.students.split(",") if s]
     teachers = [t for t in args.teachers.split(",") if t]
     base = env_options(args)

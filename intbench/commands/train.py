@@ -7,6 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+from intbench.commands.checks import UsageError
+from intbench.run_summary import RunSummary
+from intbench.rundir import RunDir
+from intbench.tracking import TrackerError, check_tracker
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -44,6 +49,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--lora", action="store_true", help="train LoRA adapters (needs peft) with default settings"
     )
+    parser.add_argument(
+        "--report-to",
+        default=None,
+        metavar="TRACKER",
+        help="TRL's report_to: none, tensorboard, wandb or trackio (default: the config's)",
+    )
     parser.set_defaults(func=_train)
 
 
@@ -70,6 +81,34 @@ def _train(args: argparse.Namespace) -> int:
         config.trainer["max_steps"] = args.max_steps
     if args.lora and config.lora is None:
         config.lora = {}
+    if args.report_to is not None:
+        try:
+            check_tracker(args.report_to)
+        except TrackerError as exc:
+            raise UsageError(str(exc)) from None
+        config.trainer["report_to"] = args.report_to
+    summary = RunSummary(
+        {
+            "method": config.method,
+            "env": config.env,
+            "model": config.model,
+            "student": config.student,
+            "trainer": config.trainer,
+        },
+        {"student": _student_backend(config)},
+    )
+    summary.begin("training")
     final = train(config)
+    summary.finished = True
+    RunDir(config.output_dir).save_summary(summary.to_dict())
     print(json.dumps({"model": f"hf:{final}"}))
     return 0
+
+
+def _student_backend(config):
+    """The env's student model (shared in the process), whose usage the summary counts."""
+    if config.method != "grpo" or not config.student:
+        return None
+    from intbench.agents.backends import shared_backend
+
+    return shared_backend(config.student)
