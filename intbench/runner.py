@@ -153,7 +153,10 @@ def _run_locked(
     if config.replay_interventions:
         teacher = replay_teacher(config, problems)
     else:
-        teacher = make_teacher(config.teacher, protocol, condition)
+        # A feedback env knows its teacher's sampling (its domain's token limit).
+        teacher = make_teacher(
+            config.teacher, protocol, condition, getattr(first, "teacher_sampling", None)
+        )
     run_dir.save_config(config.to_dict())
     run_dir.save_problems(problems)
     log = run_dir.log()

@@ -24,11 +24,19 @@ from intbench.agents.policies import POLICY_KINDS, AtFraction, make_policy
 
 logger = logging.getLogger(__name__)
 
-# Monitor teachers sample moderately; the feedback paper's teachers use T=1.0.
 DECISION_TOKENS = 6
 """Tokens a server teacher may write for its decision line (``Intervene: No`` and a newline)."""
+# Each paper's teacher sampling.  Int-Bench (§4.1) and KITE (§4) state only T=0.7; the
+# token limits there are this project's (a decision with a short message, a dialogue turn).
 MONITOR_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=256)
-FEEDBACK_SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=512)
+TUTOR_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024)
+# The feedback paper's teacher (App. A.2); the runner passes the env's own (its domain's limit).
+FEEDBACK_SAMPLING = SamplingParams(temperature=1.0, top_p=0.95, max_tokens=8192)
+PROTOCOL_SAMPLING = {
+    "monitor": MONITOR_SAMPLING,
+    "tutor": TUTOR_SAMPLING,
+    "feedback": FEEDBACK_SAMPLING,
+}
 
 
 def _kind(spec: str) -> str:
@@ -139,9 +147,7 @@ class ModelTeacher:
         self.spec = getattr(backend, "spec", type(backend).__name__)
         self.protocol = protocol
         self.condition = condition
-        self.sampling = sampling or (
-            MONITOR_SAMPLING if protocol == "monitor" else FEEDBACK_SAMPLING
-        )
+        self.sampling = sampling or PROTOCOL_SAMPLING.get(protocol, FEEDBACK_SAMPLING)
         self.outputs: dict[int, list[str]] = {}
         self.tokens: dict[int, list[int]] = {}
         local = all(hasattr(backend, name) for name in ("model", "tokenizer", "render"))

@@ -25,8 +25,10 @@ from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
 
-# The student's sampling in every protocol (the feedback paper's: T=0.7, top-p 0.95).
-STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
+# The student's sampling in every protocol: the feedback paper's (App. A.2: T=0.7,
+# top-p 0.95, the domain's output limit, 8,192 tokens or ARC's 16,000); Int-Bench
+# states T=0.7 for students and teachers.  On a CPU, `intbench eval --max-tokens` caps it.
+STUDENT_DEFAULTS = {"temperature": 0.7, "top_p": 0.95}
 MAX_MESSAGE = 8_000
 """Teacher messages are cut to this many characters."""
 
@@ -86,6 +88,13 @@ class ProblemPool:
         problem = self.problems[int(self._order[self._cursor])]
         self._cursor += 1
         return problem
+
+
+def output_tokens(domain: str) -> int:
+    """The domain's default token limit of a student or feedback-teacher call."""
+    from intbench.envs.domains import registry
+
+    return registry.get_domain(domain).max_output_tokens
 
 
 def sampling_from(options: dict | SamplingParams | None, **defaults: Any) -> SamplingParams:
@@ -315,7 +324,7 @@ class EnvOptions:
         judge: model spec or backend for an LLM judge that verifies answers
             instead of the domain verifier [None].
         student_sampling: dict of sampling options for the student
-            [T=0.7, top_p=0.95, max_tokens=1024].
+            [T=0.7, top_p=0.95, max_tokens=the domain's limit, 8,192 (ARC 16,000)].
         student_seed: seed of the student's first, cached call; part of the
             cache key, so all teachers share it per (problem, seed) [0].
         cache_dir: where student calls are cached
@@ -421,7 +430,9 @@ class FlowEnv(gym.Env):
         self.options = options
         self.domain = options.domain
         self.render_mode = options.render_mode
-        self.student_sampling = sampling_from(options.student_sampling, **STUDENT_DEFAULTS)
+        self.student_sampling = sampling_from(
+            options.student_sampling, **STUDENT_DEFAULTS, max_tokens=output_tokens(options.domain)
+        )
         self.student_seed = int(options.student_seed)
         self.student_spec = backend_name(options.student)
         self.judge_spec = None if options.judge is None else backend_name(options.judge)

@@ -57,6 +57,7 @@ from intbench.envs.common import (
     check_choice,
     check_count,
     message_action_space,
+    output_tokens,
     parse_message_action,
     sampling_from,
 )
@@ -76,8 +77,9 @@ its own attempt."""
 REFERENCE_KINDS = ("none", "answer", "solution")
 EXECUTION_CONTEXTS = ("structured", "feedback", "traceback", "none")
 REWARDS = ("success", "auc")
-# The feedback paper's teacher sampling (its student's is STUDENT_DEFAULTS).
-TEACHER_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 512}
+# The feedback paper's teacher sampling (App. A.2: T=1.0, top-p 0.95, the domain's
+# output limit; its student's is STUDENT_DEFAULTS).
+TEACHER_DEFAULTS = {"temperature": 1.0, "top_p": 0.95}
 
 
 @dataclass
@@ -99,7 +101,8 @@ class FeedbackOptions(EnvOptions):
             student's critique prompt) [``"teacher"``].
         reward: ``"success"`` or ``"auc"`` [``"success"``].
         teacher_sampling: sampling options used when the student model writes
-            feedback in ``self_feedback`` and ``self_critique`` [T=1.0, top_p=1.0, 512 tokens].
+            feedback in ``self_feedback`` and ``self_critique``, and by a model teacher of
+            ``intbench eval`` [T=1.0, top_p=0.95, the domain's limit: 8,192 tokens, ARC 16,000].
     """
 
     k_max: int = 10
@@ -130,7 +133,11 @@ class FeedbackEnv(FlowEnv):
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
-        self.teacher_sampling = sampling_from(self.options.teacher_sampling, **TEACHER_DEFAULTS)
+        self.teacher_sampling = sampling_from(
+            self.options.teacher_sampling,
+            **TEACHER_DEFAULTS,
+            max_tokens=output_tokens(self.options.domain),
+        )
 
         self.observation_space = spaces.Dict(
             {

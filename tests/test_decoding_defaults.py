@@ -1,0 +1,69 @@
+"""Decoding defaults follow each paper's setup; CPU caps are command-line choices."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import intbench  # noqa: F401  (registers the ids)
+from intbench.runner import RunConfig, run_eval
+from intbench.teachers import make_teacher
+
+STUDENT = "scripted:text=We add the numbers and carry. So \\boxed{7}."
+
+
+@pytest.mark.parametrize(
+    ("env_id", "tokens"),
+    [
+        ("IntBench-OmniMath-Feedback-v0", 8192),  # feedback paper App. A.2
+        ("IntBench-Codeforces-Feedback-v0", 8192),
+        ("IntBench-Linguini-Feedback-v0", 8192),
+        ("IntBench-ARC-Feedback-v0", 16000),  # "ARC-AGI uses max output tokens 16000"
+    ],
+)
+def test_feedback_student_and_teacher_sampling_are_the_papers(env_id, tokens):
+    env = gym.make(env_id, student=STUDENT, n=2).unwrapped
+    student, teacher = env.student_sampling, env.teacher_sampling
+    assert (student.temperature, student.top_p, student.max_tokens) == (0.7, 0.95, tokens)
+    assert (teacher.temperature, teacher.top_p, teacher.max_tokens) == (1.0, 0.95, tokens)
+
+
+def test_int_bench_students_and_teachers_sample_at_temperature_0_7():
+    env = gym.make("IntBench-Math-v0", student=STUDENT, n=2).unwrapped
+    assert env.student_sampling.temperature == 0.7  # Int-Bench §4.1
+    teacher = make_teacher("scripted:text=Intervene: No", "monitor", "standard")
+    assert teacher.sampling.temperature == 0.7
+    tutor = make_teacher("scripted:text=Try a smaller case.", "tutor", None)
+    assert tutor.sampling.temperature == 0.7  # KITE §4: temperature 0.7
+
+
+def test_a_feedback_run_gives_its_model_teacher_the_envs_sampling(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    seen = []
+    import intbench.runner as runner
+
+    real = runner.Scheduler
+
+    class Spy(real):
+        def __init__(self, executor, teacher, slots):
+            seen.append(teacher.sampling)
+            super().__init__(executor, teacher, slots)
+
+    monkeypatch.setattr(runner, "Scheduler", Spy)
+    config = RunConfig(
+        env_id="IntBench-ARC-Feedback-v0",
+        teacher="scripted:text=Look at the colours.",
+        student=STUDENT,
+        n=1,
+        env_options={"k_max": 2},
+    )
+    run_eval(config, tmp_path / "run", concurrency=1, progress=False)
+    assert (seen[0].temperature, seen[0].top_p, seen[0].max_tokens) == (1.0, 0.95, 16000)
+
+
+def test_the_cli_cap_overrides_the_student_limit():
+    from intbench.commands.eval import parse_env_option_items
+
+    options = parse_env_option_items([], max_tokens=192)
+    env = gym.make("IntBench-Math-v0", student=STUDENT, n=2, **options).unwrapped
+    assert env.student_sampling.max_tokens == 192
