@@ -190,7 +190,9 @@ def _run_locked(
     summary.begin("episodes")
     started = time.perf_counter()
     bar = _progress_bar(len(keys), skipped, progress)
-    scheduler = Scheduler(executor, teacher, min(len(envs), max(1, len(todo))))
+    scheduler = Scheduler(
+        executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar)
+    )
     key_in_slot: dict[int, str] = {}
 
     def next_program(slot: int):
@@ -293,6 +295,17 @@ def _progress_bar(total: int, done: int, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, initial=done, unit="episode", dynamic_ncols=True)
+
+
+def _batch_note(bar):
+    """Says on the progress bar what the model is generating, so a long first batch shows."""
+    if bar is None:
+        return None
+
+    def note(role: str, n: int) -> None:
+        bar.set_description_str(f"{role}: generating {n} in one batch", refresh=True)
+
+    return note
 
 
 def _tick(bar, student, teacher) -> None:

@@ -74,10 +74,18 @@ class Scheduler:
     running ``limit_s`` seconds after it started (it is then dropped).
     """
 
-    def __init__(self, executor: RequestExecutor, teacher: object, slots: int):
+    def __init__(
+        self,
+        executor: RequestExecutor,
+        teacher: object,
+        slots: int,
+        on_batch: Callable[[str, int], None] | None = None,
+    ):
+        """``on_batch(role, n)`` hears of every batch of ``n`` model calls sent (for progress)."""
         self.executor = executor
         self.teacher = teacher
         self.slots = slots
+        self.on_batch = on_batch
         self._verify_pool = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="intbench-grade")
         self._remote_pool = ThreadPoolExecutor(max(slots, 1), thread_name_prefix="intbench-remote")
         self._local_pool = ThreadPoolExecutor(1, thread_name_prefix="intbench-local")
@@ -176,6 +184,8 @@ class Scheduler:
             if not remote and self._local_busy is not None:
                 continue  # batched with what arrives meanwhile, once the worker is free
             batch = [ready.pop(slot) for slot in slots]
+            if self.on_batch is not None:
+                self.on_batch(role, len(batch))
             pool = self._remote_pool if remote else self._local_pool
             future = pool.submit(self.executor.generate, batch)
             in_flight[future] = [owner[slot] for slot in slots]
