@@ -97,6 +97,7 @@ class RunSummary:
         self._started = time.time() - (now - self._phase_started)
         self._phase = "setup"
         self.phases: dict[str, float] = {}
+        self._elsewhere: list[dict] = []  # usage counted in worker processes
         self.done = self.failed = self.retried = self.skipped = 0
         self.total = 0
         self.finished = False
@@ -112,6 +113,10 @@ class RunSummary:
         self.done += 1
         self.failed += int(failed)
 
+    def add_usage(self, usage: dict[str, dict]) -> None:
+        """Add what :meth:`usage` of a worker process's summary counted."""
+        self._elsewhere.append(usage)
+
     def usage(self) -> dict[str, dict]:
         """Requests and tokens per role during this run (and its cost, when priced)."""
         roles = {}
@@ -124,6 +129,9 @@ class RunSummary:
             now, before = _usage(backend), self._before[role]
             counts = {name: now[name] - before[name] for name in _COUNTED}
             counts["requests"] = counts.pop("calls")
+            for other in self._elsewhere:
+                for name in ("requests", "prompt_tokens", "completion_tokens", "errors"):
+                    counts[name] += (other.get(role) or {}).get(name, 0)
             counts["spec"] = getattr(backend, "spec", type(backend).__name__)
             if role in self.prices:
                 prompt, completion = self.prices[role]

@@ -107,8 +107,12 @@ def run_eval(
     on_episode: Callable[[dict], None] | None = None,
     episode_timeout_s: float | None = EPISODE_TIMEOUT_S,
     prices: dict[str, tuple[float, float]] | None = None,
+    workers: int = 1,
 ) -> RunResult:
     """Run (or resume) an evaluation and return all its episode records.
+
+    ``workers`` > 1 plays the episodes in that many processes (each with
+    ``concurrency`` in flight); this process alone writes the run directory.
 
     An episode still running ``episode_timeout_s`` seconds after its reset
     (``None`` for no limit) is recorded as failed, like a model or grader
@@ -118,10 +122,12 @@ def run_eval(
     """
     if episode_timeout_s is not None and not episode_timeout_s > 0:
         raise ValueError(f"episode_timeout_s must be positive, got {episode_timeout_s!r}")
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
     run_dir = RunDir(out_dir)
     with run_dir.writer():  # one writer per run directory
         return _run_locked(
-            config, run_dir, concurrency, progress, on_episode, episode_timeout_s, prices
+            config, run_dir, concurrency, progress, on_episode, episode_timeout_s, prices, workers
         )  # fmt: skip
 
 
@@ -133,9 +139,8 @@ def _run_locked(
     on_episode: Callable[[dict], None] | None,
     episode_timeout_s: float | None,
     prices: dict[str, tuple[float, float]] | None,
+    workers: int,
 ) -> RunResult:
-    from intbench.teachers import make_teacher
-
     setup_started = time.perf_counter()
     out = run_dir.path
     run_dir.check_config(config.to_dict())
@@ -145,18 +150,7 @@ def _run_locked(
     # no config.json behind, so the corrected command is not refused.
     first = _make_env(config)
     problems = first.problems
-    # The problems are resolved once and shared; the other envs are made when
-    # their slot first gets an episode, so setup does not grow with concurrency.
-    envs = [first] + [None] * (max(1, concurrency) - 1)
-    protocol = protocol_of(config.env_id)
-    condition = getattr(first, "condition", None)
-    if config.replay_interventions:
-        teacher = replay_teacher(config, problems)
-    else:
-        # A feedback env knows its teacher's sampling (its domain's token limit).
-        teacher = make_teacher(
-            config.teacher, protocol, condition, getattr(first, "teacher_sampling", None)
-        )
+    teacher = _make_teacher(config, first, problems)
     run_dir.save_config(config.to_dict())
     run_dir.save_problems(problems)
     log = run_dir.log()
@@ -166,8 +160,7 @@ def _run_locked(
     keys = [f"{i}:{r}" for r in range(config.repeats) for i in range(len(problems))]
     todo = [k for k in keys if not log.finished(k)]
     skipped = len(keys) - len(todo)
-    executor = first.executor
-    student = executor.backends["student"]
+    student = first.executor.backends["student"]
     summary = RunSummary(
         config.to_dict(),
         {
@@ -190,8 +183,75 @@ def _run_locked(
     summary.begin("episodes")
     started = time.perf_counter()
     bar = _progress_bar(len(keys), skipped, progress)
+
+    def keep(record: Episode) -> None:
+        log.append(record)
+        summary.count(failed=bool(record.error))
+        save_summary()
+        if on_episode:
+            on_episode(record.to_dict())
+        _tick(bar, student, teacher)
+
+    try:
+        with log:
+            if workers > 1 and len(todo) > 1:
+                first.close()
+                _play_in_workers(
+                    config, todo, workers, concurrency, episode_timeout_s, keep, summary
+                )
+            else:
+                _play(
+                    config,
+                    first,
+                    problems,
+                    teacher,
+                    todo,
+                    concurrency,
+                    episode_timeout_s,
+                    keep,
+                    bar,
+                )
+        summary.finished = True
+    finally:
+        save_summary(force=True)  # also after an interruption: what was done until then
+        if bar is not None:
+            bar.close()
+    episodes = [log.records[k].to_dict() for k in keys if k in log.records]
+    return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
+
+
+def _make_teacher(config: RunConfig, first, problems: list[Problem]):
+    from intbench.teachers import make_teacher
+
+    if config.replay_interventions:
+        return replay_teacher(config, problems)
+    # A feedback env knows its teacher's sampling (its domain's token limit).
+    return make_teacher(
+        config.teacher,
+        protocol_of(config.env_id),
+        getattr(first, "condition", None),
+        getattr(first, "teacher_sampling", None),
+    )
+
+
+def _play(
+    config: RunConfig,
+    first,
+    problems: list[Problem],
+    teacher,
+    todo: list[str],
+    concurrency: int,
+    episode_timeout_s: float | None,
+    keep: Callable[[Episode], None],
+    bar=None,
+) -> None:
+    """Play the episodes ``todo`` (run keys), up to ``concurrency`` at once, handing each
+    finished record to ``keep``.  ``first`` is an env of the run; the others are made
+    when their slot first gets an episode, so setup does not grow with concurrency."""
+    todo = list(todo)
+    envs = [first] + [None] * (max(1, concurrency) - 1)
     scheduler = Scheduler(
-        executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar)
+        first.executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar)
     )
     key_in_slot: dict[int, str] = {}
 
@@ -207,14 +267,6 @@ def _run_locked(
         options = {"problem_index": problem_index, "student_seed": config.seed + repeat}
         return episode_program(envs[slot], seed, options, itertools.count(seed), slot)
 
-    def keep(record: Episode) -> None:
-        log.append(record)
-        summary.count(failed=bool(record.error))
-        save_summary()
-        if on_episode:
-            on_episode(record.to_dict())
-        _tick(bar, student, teacher)
-
     def on_done(slot: int, episode: Episode) -> None:
         keep(_finish_record(episode, config, key_in_slot[slot], teacher, slot))
 
@@ -222,19 +274,98 @@ def _run_locked(
         keep(_timeout_record(problems, config, key_in_slot[slot], episode_timeout_s))
 
     try:
-        with log:
-            scheduler.run(next_program, on_done, on_overdue, episode_timeout_s)
-        summary.finished = True
+        scheduler.run(next_program, on_done, on_overdue, episode_timeout_s)
     finally:
-        save_summary(force=True)  # also after an interruption: what was done until then
         scheduler.close()
-        if bar is not None:
-            bar.close()
         for env in envs:
             if env is not None:
                 env.close()
-    episodes = [log.records[k].to_dict() for k in keys if k in log.records]
-    return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
+
+
+# ------------------------------------------------------------------ workers
+def _play_in_workers(
+    config: RunConfig,
+    todo: list[str],
+    workers: int,
+    concurrency: int,
+    episode_timeout_s: float | None,
+    keep: Callable[[Episode], None],
+    summary: RunSummary,
+) -> None:
+    """Shard ``todo`` over ``workers`` processes; their records come back to ``keep`` here,
+    so one process writes the run directory and nothing is duplicated."""
+    import multiprocessing
+    import queue as queues
+
+    context = multiprocessing.get_context("spawn")  # no forked model or thread state
+    results = context.Queue()
+    shards = [todo[i::workers] for i in range(workers)]
+    processes = [
+        context.Process(
+            target=_worker,
+            args=(config.to_dict(), shard, concurrency, episode_timeout_s, results),
+            daemon=True,
+            name=f"intbench-worker-{n}",
+        )
+        for n, shard in enumerate(shards)
+        if shard
+    ]
+    for process in processes:
+        process.start()
+    running = len(processes)
+    try:
+        while running:
+            try:
+                kind, payload = results.get(timeout=1.0)
+            except queues.Empty:
+                dead = [p for p in processes if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(
+                        f"worker {dead[0].name} exited with code {dead[0].exitcode}; finished "
+                        "episodes are saved, re-run the command to resume"
+                    ) from None
+                continue
+            if kind == "episode":
+                keep(Episode.from_dict(payload))
+            else:  # "usage": the worker is done
+                summary.add_usage(payload)
+                running -= 1
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+            process.join(5)
+
+
+def _worker(config_dict: dict, keys: list[str], concurrency: int, timeout_s, results) -> None:
+    """One worker process: play ``keys`` and send each record, then the backends' usage."""
+    _die_with_parent()
+    config = RunConfig(**config_dict)
+    first = _make_env(config)
+    teacher = _make_teacher(config, first, first.problems)
+    backends = {
+        "student": first.executor.backends["student"],
+        "teacher": getattr(teacher, "backend", None),
+        "judge": shared_backend(config.judge) if config.judge else None,
+    }
+    before = RunSummary(config_dict, backends)
+
+    def keep(record: Episode) -> None:
+        results.put(("episode", record.to_dict()))
+
+    _play(config, first, first.problems, teacher, keys, concurrency, timeout_s, keep)
+    results.put(("usage", before.usage()))
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to end this process when its parent dies (a killed run leaves no workers)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _make_env(config: RunConfig, problems: list[Problem] | None = None):

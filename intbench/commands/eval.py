@@ -110,6 +110,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes playing episodes, each with --concurrency in flight; this one writes "
+        "the run directory (default 1)",
+    )
+    parser.add_argument(
         "--episode-timeout",
         type=float,
         default=EPISODE_TIMEOUT_S,
@@ -193,7 +200,9 @@ def _config(
 
 
 def _tracking_options(args) -> dict:
-    """``--price`` and ``--report-to``, checked before any work (a bad one is exit 2)."""
+    """``--price``, ``--report-to`` and ``--workers``, checked before any work (exit 2)."""
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
     try:
         check_tracker(args.report_to)
         return {"prices": parse_prices(args.price)}
@@ -215,6 +224,7 @@ def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
             progress=not args.no_progress,
             episode_timeout_s=args.episode_timeout,
             on_episode=EpisodeTracking(tracker),
+            workers=args.workers,
             **options,
         )
         tracker.log_tables(summarize(result.episodes).tables)
