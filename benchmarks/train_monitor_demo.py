@@ -321,8 +321,8 @@ def markdown(result: dict) -> str:
         "(temperature 1); 95% bootstrap CIs over problems.  torch "
         f"{result['torch']}, {result['threads']} threads.",
         "",
-        "Command: `OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py` "
-        f"(settings: {json.dumps(setting)})",
+        f"Command: `{result.get('command', 'OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py')}` "
+        f"(settings: {json.dumps(setting, default=str)})",
         "",
         "| policy | mean reward | intervenes when guessing | intervenes when sure | unparsable |",
         "|---|---:|---:|---:|---:|",
@@ -340,6 +340,8 @@ def markdown(result: dict) -> str:
         ),
     ):
         row = result[key]
+        if row is None:  # --skip-untrained
+            continue
         lines.append(
             f"| {label} | {_ci(row['reward'])} | {_ci(row['intervene_rate_when_guessing'])} "
             f"| {_ci(row['intervene_rate_when_sure'])} | {row['unparsable']:.2f} |"
@@ -355,8 +357,13 @@ def markdown(result: dict) -> str:
     lines += [
         "",
         "Gain in mean reward, paired on the held-out problems (95% CI): GRPO over the "
-        f"format-primed model {_ci(result['gain_of_grpo_over_format_primed'])}; "
-        f"over the untrained model {_ci(result['gain_of_grpo_over_untrained'])}.",
+        f"format-primed model {_ci(result['gain_of_grpo_over_format_primed'])}"
+        + (
+            ""
+            if result["gain_of_grpo_over_untrained"] is None
+            else f"; over the untrained model {_ci(result['gain_of_grpo_over_untrained'])}"
+        )
+        + ".",
         "",
         f"Time: format priming {seconds['format_priming']:.0f} s, GRPO {seconds['grpo']:.0f} s, "
         f"one evaluation about {result['grpo']['seconds']:.0f} s.",
@@ -378,7 +385,7 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-problems", type=int, default=64)
     parser.add_argument("--eval-problems", type=int, default=40)
@@ -404,9 +411,22 @@ def main() -> int:
         "--teacher-prompt", default="append", help="the env's teacher_prompt option"
     )
     parser.add_argument(
+        "--loss-type", default="dapo", help="GRPOConfig.loss_type (TRL's default: dapo)"
+    )
+    parser.add_argument(
+        "--skip-untrained",
+        action="store_true",
+        help="do not evaluate the untrained model (the gain over the primed model needs no such run)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "train_monitor_demo.json"
     )
-    args = parser.parse_args()
+    return parser
+
+
+def run_demo(args: argparse.Namespace) -> dict:
+    """Prime, evaluate, train with GRPO, evaluate; returns the result (also written to ``args.out``)."""
+    started_run = time.perf_counter()
     os.environ.setdefault("INTBENCH_CACHE", tempfile.mkdtemp(prefix="intbench-demo-cache-"))
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from trl import GRPOConfig, GRPOTrainer
@@ -431,7 +451,7 @@ def main() -> int:
         return result
 
     references = reference_policies(eval_states, eval_reward)
-    untrained = score("untrained")
+    untrained = None if args.skip_untrained else score("untrained")
     with tempfile.TemporaryDirectory() as out_dir:
         prime_seconds = prime_format(
             model, tokenizer, train_states, args.prime_steps, args.prime_lr, out_dir, args.seed
@@ -462,6 +482,7 @@ def main() -> int:
                 max_completion_length=args.max_new_tokens,
                 temperature=1.0,
                 beta=args.beta,
+                loss_type=args.loss_type,
                 reward_weights=[1.0, args.format_weight],
                 max_steps=args.steps,
                 logging_steps=1,
@@ -492,7 +513,10 @@ def main() -> int:
         ]
     trained = score("after GRPO")
     result = {
-        "setting": {k: v for k, v in vars(args).items() if k != "out"},
+        "setting": {k: v for k, v in vars(args).items() if k not in ("out", "command")},
+        "command": getattr(
+            args, "command", "OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py"
+        ),
         "model": f"smollm2 (SmolLM2-135M-Instruct, fp32, {device}), top layers trained",
         "trainable_parameters": trainable,
         "untrained": untrained,
@@ -500,9 +524,15 @@ def main() -> int:
         "grpo": trained,
         "reference_policies": references,
         "gain_of_grpo_over_format_primed": paired_gain(primed, trained),
-        "gain_of_grpo_over_untrained": paired_gain(untrained, trained),
+        "gain_of_grpo_over_untrained": None
+        if untrained is None
+        else paired_gain(untrained, trained),
         "grpo_log": history,
-        "seconds": {"format_priming": round(prime_seconds, 1), "grpo": round(train_seconds, 1)},
+        "seconds": {
+            "format_priming": round(prime_seconds, 1),
+            "grpo": round(train_seconds, 1),
+            "total": round(time.perf_counter() - started_run, 1),
+        },
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
     }
@@ -510,6 +540,11 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=2))
     args.out.with_suffix(".md").write_text(markdown(result))
     print(json.dumps({k: result[k] for k in ("seconds", "trainable_parameters")}, indent=2))
+    return result
+
+
+def main() -> int:
+    run_demo(parser().parse_args())
     return 0
 
 

@@ -229,6 +229,77 @@ def test_grpo_two_steps_on_the_monitor_env(tiny_model_dir, tmp_path):
     assert all("rewards/monitor_format_reward/mean" in entry for entry in logs)
 
 
+def test_grpo_two_steps_with_lora_train_the_adapters_only(tiny_model_dir, tmp_path):
+    """``lora:`` wraps the policy in peft adapters: gradients reach the adapters and
+    nothing else and the base weights stay as loaded.  With ``beta > 0`` TRL keeps
+    the KL reference as a frozen copy of the initial adapters, not of the model."""
+    pytest.importorskip("peft")
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    from intbench.training import monitor_rewards, monitor_states
+    from intbench.training.models import load_policy, save_policy
+
+    kwargs = {"student": monitor_student(), "problems": math_problems(), "increment": 60}
+    dataset = monitor_states("IntBench-Math-v0", kwargs, states_per_problem=2)
+    warm = save_policy(
+        *tiny_policy(
+            tiny_model_dir,
+            dataset["prompt"],
+            ["Intervene: Yes\nIntervention: fix", "Intervene: No"],
+        ),
+        tmp_path / "warm",
+    )
+    model, tokenizer = load_policy(f"hf:{warm}", lora={"r": 4, "lora_alpha": 8})
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    graded: list[dict[str, float]] = []
+
+    class Probe(TrainerCallback):
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kw):
+            graded.append(
+                {n: float(p.grad.norm()) for n, p in model.named_parameters() if p.grad is not None}
+            )
+
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=monitor_rewards("IntBench-Math-v0", **kwargs),
+        train_dataset=dataset,
+        args=grpo_args(tmp_path, beta=0.1),
+        callbacks=[Probe()],
+    )
+    assert trainer.ref_model is None
+    trainer.train()
+    assert len(graded) == 2
+    assert all("lora_" in name for step in graded for name in step)
+    assert max(norm for step in graded for norm in step.values()) > 0
+    after = dict(trainer.model.named_parameters())
+    changed = {n for n, weight in before.items() if not torch.equal(after[n].detach(), weight)}
+    assert changed and all("lora_" in name for name in changed)
+    assert not any(p.requires_grad for n, p in trainer.model.named_parameters() if "lora_" not in n)
+
+
+def test_monitor_grpo_defaults_are_the_measured_recipe(tiny_model_dir, tmp_path):
+    from intbench.training.config import MONITOR_GRPO_DEFAULTS, load_config
+    from intbench.training.trainer import build_trainer
+
+    trainer = build_trainer(
+        one_step_monitor_config(tmp_path, f"hf:{tiny_model_dir}", f"hf:{tiny_model_dir}")
+    )
+    # Keys the config leaves out come from the recipe (it sets its own batch and group size).
+    for key in ("beta", "loss_type", "learning_rate", "reward_weights", "temperature"):
+        assert getattr(trainer.args, key) == MONITOR_GRPO_DEFAULTS[key], key
+    assert (trainer.args.num_generations, trainer.args.max_steps) == (2, 1)
+    # The shipped monitor config spells the same recipe out.
+    from pathlib import Path
+
+    import intbench.training
+
+    shipped = load_config(Path(intbench.training.__file__).parent / "configs" / "monitor_grpo.yaml")
+    for key, value in MONITOR_GRPO_DEFAULTS.items():
+        assert shipped.trainer[key] == value, key
+
+
 def test_format_reward_penalises_only_unparsable_replies():
     from intbench.training import decision_action, monitor_format_reward
 

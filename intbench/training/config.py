@@ -15,6 +15,30 @@ from typing import Any
 
 METHODS = ("grpo", "sft")
 
+MONITOR_GRPO_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-4,
+    "lr_scheduler_type": "constant",
+    "per_device_train_batch_size": 16,
+    "num_generations": 8,
+    "temperature": 1.0,
+    "beta": 0.2,
+    "loss_type": "dapo",
+    "reward_weights": [1.0, 0.2],
+    "max_steps": 24,
+}
+"""``GRPOConfig`` defaults for monitor envs (``trainer:`` values override each key).
+
+The recipe measured in ``benchmarks/results/train_teachers.md``:
+groups of 8 completions, so that a policy whose intervention rate is low
+still sees groups that disagree (at a rate of 0.19 a group of 4 agrees with
+probability 0.43, one of 8 with 0.19; an agreeing group has zero advantage);
+a KL penalty (``beta``) to the initial policy, which pulls the rate back
+when it drifts; token-level loss normalisation (``dapo``), so that the
+decision token of a long ``Yes`` reply weighs as much as that of a short
+``No``; a constant learning rate; and weight 0.2 on the unparsable-reply
+penalty (:func:`~intbench.training.monitor_format_reward`).  Feedback envs
+keep TRL's own defaults."""
+
 
 @dataclass
 class TrainConfig:
@@ -41,7 +65,8 @@ class TrainConfig:
         output_dir: where checkpoints and the final model go [``"runs/train"``].
         seed: seed of state sampling and of the trainer [0].
         lora: peft ``LoraConfig`` arguments, or null for full fine-tuning [null].
-        trainer: TRL ``GRPOConfig``/``SFTConfig`` arguments [{}].
+        trainer: TRL ``GRPOConfig``/``SFTConfig`` arguments; monitor GRPO runs
+            start from :data:`MONITOR_GRPO_DEFAULTS` [{}].
     """
 
     method: str = "grpo"

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from intbench.training.config import TrainConfig
+from intbench.training.config import MONITOR_GRPO_DEFAULTS, TrainConfig
 from intbench.training.envpool import EnvPool
 from intbench.training.models import load_policy, save_policy
 
@@ -79,11 +79,12 @@ def build_trainer(config: TrainConfig) -> Any:
 
     from trl import GRPOConfig, GRPOTrainer
 
-    args = GRPOConfig(
-        output_dir=config.output_dir, seed=config.seed, **trainer_options(config.trainer)
-    )
-    model, tokenizer = _grpo_policy(config, args.beta)
     pool = EnvPool(config.env, config.env_kwargs())
+    options = config.trainer
+    if pool.protocol == "monitor":
+        options = {**MONITOR_GRPO_DEFAULTS, **options}
+    args = GRPOConfig(output_dir=config.output_dir, seed=config.seed, **trainer_options(options))
+    model, tokenizer = _grpo_policy(config, args.beta)
     if pool.protocol == "monitor":
         from intbench.training.monitor import monitor_rewards, monitor_states
 
