@@ -75,7 +75,9 @@ def timed_run(latency: float, teacher: str, n: int, concurrency: int, workdir: s
     """One run against a fresh server process (so its counts and first request are this run's)."""
     server = ServerProcess(latency)
     try:
-        return _timed_run(server, teacher, n, concurrency, workdir)
+        return _timed_run(
+            server, teacher, n, concurrency, os.path.join(workdir, f"latency-{latency}")
+        )
     finally:
         server.close()
 
@@ -149,8 +151,8 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.1f} at the end, Python {platform.python_version()}.\n"
     )
     lines.append(
-        "| teacher | latency | in flight | episodes | s | episodes/s | requests/s | "
-        "max in flight (server, cumulative) | first episode done, s |"
+        "| teacher | latency | in flight | episodes | total s | episodes/s | requests/s | "
+        "most in flight at the server | setup s (to the first request) |"
     )
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for teacher, latency, concurrency, run in rows:
