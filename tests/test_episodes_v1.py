@@ -54,6 +54,8 @@ def test_monitor_metrics_are_unchanged(typed):
         episodes = [Episode.from_dict(e) for e in episodes]
     summary = _estimates(monitor_summary(episodes, samples=SAMPLES))
     assert summary == {
+        # two of the four baselines are right (lines 1 and 4 of the fixture)
+        "baseline_accuracy": {"value": 0.5, "low": 0.0, "high": 1.0, "n": 4},
         "phi": {"value": 1.0, "low": 1.0, "high": 1.0, "n": 4},
         "phi_correct": {"value": 1.0, "low": 1.0, "high": 1.0, "n": 4},
         "phi_incorrect": {"value": 1.0, "low": 1.0, "high": 1.0, "n": 4},
@@ -123,7 +125,7 @@ def test_report_tables_are_unchanged():
     assert rows == {
         # the settings that are never pooled: increment, teacher prompt, teacher access
         "monitor": f"| math | {student} | random:0.3 | continue | 50 | paper | True | standard "
-        "| 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] "
+        "| 0.500 [0.000, 1.000] | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] "
         "| 200.000 [200.000, 200.000] | 0.957 [0.957, 0.957] | 0.000 [-0.506, 0.750] "
         "| 0.500 [0.000, 1.000] | 0.500 [0.000, 1.000] | 0.000 [0.000, 0.000] | 4 | 4 | 0 | 0 | 0 |",
         "feedback": f"| math | {student} | scripted:tests.scripted_students:fixture_teacher "

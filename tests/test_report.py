@@ -326,7 +326,8 @@ def test_cli_prints_a_one_screen_summary(records, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("\n") < 40
     assert "84 episodes from 1 file(s)" in out and "monitor" in out and "feedback" in out
-    assert re.search(r"human\s+standard\s+continue\s+\S+\s+0\.42", out)  # after the increment
+    # φ after the increment and the baseline accuracy
+    assert re.search(r"human\s+standard\s+continue\s+\S+\s+\d\.\d\d\s+0\.42", out)
     assert f"report: {run / 'report' / 'report.html'}" in out
     assert run_cli([str(run), "--samples", "0"]) == 2
 

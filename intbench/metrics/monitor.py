@@ -124,12 +124,18 @@ def right_to_wrong(episodes: Records) -> float:
     )
 
 
+def baseline_accuracy(episodes: Records) -> float:
+    """Share of episodes whose unhelped baseline was right (what φ_correct conditions on)."""
+    return mean([float(_baseline_correct(e)) for e in as_episodes(episodes)])
+
+
 def leak_rate(episodes: Records) -> float:
     """Share of interventions whose message leaked the answer."""
     return mean([float(e.intervention.leaked) for e in as_episodes(episodes) if e.intervention])
 
 
 MONITOR_METRICS: dict[str, Callable[[Records], float]] = {
+    "baseline_accuracy": baseline_accuracy,
     "phi": phi,
     "phi_correct": lambda es: phi_given_baseline(es, True),
     "phi_incorrect": lambda es: phi_given_baseline(es, False),
@@ -141,6 +147,7 @@ MONITOR_METRICS: dict[str, Callable[[Records], float]] = {
 }
 
 LABELS = {
+    "baseline_accuracy": "baseline accuracy",
     "phi": "φ",
     "phi_correct": "φ_correct",
     "phi_incorrect": "φ_incorrect",
@@ -237,13 +244,17 @@ def monitor_table(monitor: dict[MonitorKey, dict]) -> Table:
         COUNTS,
         "95% bootstrap CIs over problems. τ is over applied interventions, H over those whose "
         "continuation was graded; a failed continuation leaves only H and the transitions, other "
-        "errors every metric.",
+        "errors every metric. What this shows: φ is how often the teacher stepped in, "
+        "φ_correct and φ_incorrect split it by whether the student was right without help "
+        "(baseline accuracy), and H is the accuracy its help added; a well-judged teacher has "
+        "φ_incorrect above φ_correct and H above 0.",
         headline=[
             "domain",
             "teacher",
             "condition",
             "post",
             "increment",
+            "baseline_accuracy",
             "phi",
             "tau_rel",
             "H",
