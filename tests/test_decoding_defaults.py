@@ -45,9 +45,9 @@ def test_a_feedback_run_gives_its_model_teacher_the_envs_sampling(tmp_path, monk
     real = runner.Scheduler
 
     class Spy(real):
-        def __init__(self, executor, teacher, slots):
+        def __init__(self, executor, teacher, slots, **options):
             seen.append(teacher.sampling)
-            super().__init__(executor, teacher, slots)
+            super().__init__(executor, teacher, slots, **options)
 
     monkeypatch.setattr(runner, "Scheduler", Spy)
     config = RunConfig(
