@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from intbench.metrics import BOOTSTRAP_SAMPLES
+from intbench.commands.checks import add_samples_option
 from intbench.rundir import RunDir
 
 
@@ -45,12 +45,7 @@ def add_parser(subparsers: Any) -> None:
             metavar="DIR",
             help="judge answer cache (default $INTBENCH_CACHE)",
         )
-    leakage.add_argument(
-        "--samples",
-        type=int,
-        default=BOOTSTRAP_SAMPLES,
-        help=f"bootstrap resamples per confidence interval (default {BOOTSTRAP_SAMPLES})",
-    )
+    add_samples_option(leakage)
     categorize.add_argument(
         "--taxonomy",
         default=None,

@@ -6,12 +6,25 @@ CLI prints it and exits with code 2.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import difflib
 import importlib
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from intbench.metrics.estimate import BOOTSTRAP_SAMPLES
+
+
+def add_samples_option(parser: argparse.ArgumentParser, where: str = "") -> None:
+    """The ``--samples`` option of every command that prints confidence intervals."""
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=BOOTSTRAP_SAMPLES,
+        help=f"bootstrap resamples per confidence interval{where} (default {BOOTSTRAP_SAMPLES})",
+    )
 
 
 class UsageError(ValueError):

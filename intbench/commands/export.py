@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from intbench.commands.checks import UsageError, check_count
-from intbench.metrics import BOOTSTRAP_SAMPLES
+from intbench.commands.checks import UsageError, add_samples_option, check_count
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,12 +36,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--private", action="store_true", help="create the hub repo private (with --push-to-hub)"
     )
-    parser.add_argument(
-        "--samples",
-        type=int,
-        default=BOOTSTRAP_SAMPLES,
-        help=f"bootstrap resamples per confidence interval in the card (default {BOOTSTRAP_SAMPLES})",
-    )
+    add_samples_option(parser, " in the card")
     parser.set_defaults(func=run_export)
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from intbench.metrics import BOOTSTRAP_SAMPLES
+from intbench.commands.checks import add_samples_option
 
 SUMMARY_ROWS = 12  # rows per protocol in the terminal summary; the rest is in the files
 
@@ -25,12 +25,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--out", default=None, metavar="OUTDIR", help="output directory (default: first DIR/report)"
     )
-    parser.add_argument(
-        "--samples",
-        type=int,
-        default=BOOTSTRAP_SAMPLES,
-        help=f"bootstrap resamples per confidence interval (default {BOOTSTRAP_SAMPLES})",
-    )
+    add_samples_option(parser)
     parser.set_defaults(func=run_report)
 
 
