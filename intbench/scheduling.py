@@ -14,8 +14,9 @@ episode.
   as the run's concurrency: the server sees every ready request at once.
 * Requests for a *local* model (transformers, llama.cpp, scripted) run one
   batch at a time on one worker; what becomes ready while a batch runs is
-  batched together next (continuous batching), so a local model still gets
-  padded batches rather than one call per episode.
+  batched together next (continuous batching), and the first batch waits
+  until every slot has started, so a local model gets padded batches rather
+  than one call per episode.
 * Decisions of a scripted teacher are made inline; a model teacher's go to
   the worker of its backend, one batch at a time (its per-episode state is
   not shared between threads).
@@ -132,8 +133,8 @@ class Scheduler:
                     advance(slot, None, first=True)
             if not running:
                 return
-            self._dispatch(ready, running, in_flight)
             starting = not exhausted and len(running) < self.slots
+            self._dispatch(ready, running, in_flight, hold_local=starting)
             if in_flight:
                 # Slots still to fill: only a glance at what is done, then start more.
                 timeout = 0 if starting else WAIT_S
@@ -154,8 +155,12 @@ class Scheduler:
                         on_overdue(slot)
 
     # -------------------------------------------------------------- dispatch
-    def _dispatch(self, ready: dict, running: dict, in_flight: dict) -> None:
-        """Send every ready request that can go now; the rest wait for a free worker."""
+    def _dispatch(self, ready: dict, running: dict, in_flight: dict, hold_local: bool) -> None:
+        """Send every ready request that can go now; the rest wait for a free worker.
+
+        ``hold_local``: slots are still being filled, so a local model waits for
+        their first requests too and gets them as one batch.
+        """
         if self._local_busy is not None and self._local_busy.done():
             self._local_busy = None
         if self._teacher_busy is not None and self._teacher_busy.done():
@@ -181,7 +186,7 @@ class Scheduler:
         for slots in generations.values():
             role = ready[slots[0]].role
             remote = is_remote(self.executor.backends.get(role))
-            if not remote and self._local_busy is not None:
+            if not remote and (self._local_busy is not None or hold_local):
                 continue  # batched with what arrives meanwhile, once the worker is free
             batch = [ready.pop(slot) for slot in slots]
             if self.on_batch is not None:

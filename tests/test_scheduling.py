@@ -89,12 +89,13 @@ def test_a_slow_grading_delays_only_its_own_episode():
 
 def test_a_local_model_gets_what_is_ready_as_one_batch():
     backend = RecordingBackend(seconds=0.05)
-    scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=8)
+    scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=20)
     try:
-        _run(scheduler, [program([], f"p{i}") for i in range(8)])
+        _run(scheduler, [program([], f"p{i}") for i in range(20)])
     finally:
         scheduler.close()
-    assert backend.batches == [8]  # eight ready requests, one padded batch
+    # twenty first requests (slots start eight at a time), one padded batch
+    assert backend.batches == [20]
 
 
 def test_a_server_gets_every_ready_request_at_once():
