@@ -281,7 +281,8 @@ class Episode(_Record):
     Attributes:
         protocol: ``"monitor"``, ``"feedback"`` or ``"tutor"``.
         condition: monitor ``"standard"``/``"oracle"``; feedback mode
-            (``"teacher"``, ``"self_refine"``, ``"self_feedback"``); tutor phase set.
+            (``"teacher"``, ``"self_refine"``, ``"self_critique"``; self-feedback is
+            ``"teacher"`` with the student's own model as teacher); tutor phase set.
         student, teacher, judge: model specs (``"human:<id>"`` for people).
         config: the env options that shaped the episode (increment, post, ...).
         baseline: the student's unassisted attempt (monitor protocol).
