@@ -285,6 +285,11 @@ class EpisodeLog:
                 self._fd = None
 
 
+def _run_file(name: str) -> property:
+    """A read-only :class:`RunDir` attribute: the path of its file ``name``."""
+    return property(lambda self: self.path / name, doc=f"The run's ``{name}``.")
+
+
 class RunDir:
     """One run directory: its file names, its config check, its problems and its episodes."""
 
@@ -294,21 +299,10 @@ class RunDir:
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
 
-    @property
-    def episodes_path(self) -> Path:
-        return self.path / EPISODES_FILE
-
-    @property
-    def config_path(self) -> Path:
-        return self.path / CONFIG_FILE
-
-    @property
-    def problems_path(self) -> Path:
-        return self.path / PROBLEMS_FILE
-
-    @property
-    def summary_path(self) -> Path:
-        return self.path / SUMMARY_FILE
+    episodes_path = _run_file(EPISODES_FILE)
+    config_path = _run_file(CONFIG_FILE)
+    problems_path = _run_file(PROBLEMS_FILE)
+    summary_path = _run_file(SUMMARY_FILE)
 
     def save_summary(self, summary: dict) -> None:
         """Replace ``summary.json`` (written whole, then renamed: never half a file)."""

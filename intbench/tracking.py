@@ -108,25 +108,23 @@ class WandbTracker(Tracker):
         self.run.finish()
 
 
-class TrackioTracker(Tracker):
-    """A trackio run (wandb-compatible API, local by default)."""
+class TrackioTracker(WandbTracker):
+    """A trackio run (local by default): its run has wandb's ``log`` and ``finish``, so
+    metrics and the finish are wandb's; the config goes in as logged strings, and
+    tables are not logged."""
 
     def __init__(self, run_dir: Path):
         import trackio
 
-        self.trackio = trackio
         self.run = trackio.init(
             project=os.environ.get("TRACKIO_PROJECT", "intbench"), name=run_dir.name
         )
 
     def log_config(self, config: dict) -> None:
-        self.trackio.log({f"config/{k}": str(v) for k, v in config.items()})
+        self.run.log({f"config/{k}": str(v) for k, v in config.items()})
 
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        self.trackio.log(metrics, step=step)
-
-    def finish(self) -> None:
-        self.trackio.finish()
+    def log_tables(self, tables: Iterable[Any]) -> None:
+        pass
 
 
 def _cell(value: Any) -> Any:

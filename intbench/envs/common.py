@@ -535,6 +535,22 @@ class FlowEnv(gym.Env):
             verdict = yield Verify(problem, completion.text, self._verifier)
         return attempt_from(completion, verdict)
 
+    def _step_result(
+        self, reward: float, action_error: str | None, episode: Episode, protocol_label: str
+    ):
+        """The step's ``(observation, reward, terminated, truncated, info)``: ``info``
+        names a malformed action's error (logged on the env's own module logger) and,
+        at the last step, carries the episode record."""
+        info = self._info()
+        if action_error:
+            info["action_error"] = action_error
+            logging.getLogger(type(self).__module__).info(
+                "malformed %s action on %s: %s", protocol_label, self._problem.id, action_error
+            )
+        if self._terminated:
+            self._end_info(info, episode)
+        return self._observation(), reward, self._terminated, False, info
+
     def _end_info(self, info: dict, episode: Episode) -> dict:
         """``info`` at the last step: ``info["record"]``, the episode record without
         wall-clock times (the full record is ``last_episode``)."""

@@ -40,7 +40,6 @@ record, a read-only mapping without wall-clock times; the full record is
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -66,8 +65,6 @@ from intbench.envs.domains.registry import get_domain
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, FeedbackTurn
 from intbench.verifiers.leakage import answer_leaked
-
-logger = logging.getLogger(__name__)
 
 MODES = ("teacher", "self_refine", "self_feedback", "self_critique")
 SELF_TEMPLATES = {"self_feedback": "feedback_teacher", "self_critique": "feedback_self_critique"}
@@ -236,13 +233,7 @@ class FeedbackEnv(FlowEnv):
             "solved": float(episode.solved_at is not None),
             "solved_at": episode.solved_at,
         }
-        info = self._info()
-        if action_error:
-            info["action_error"] = action_error
-            logger.info("malformed feedback action on %s: %s", self._problem.id, action_error)
-        if self._terminated:
-            self._end_info(info, episode)
-        return self._observation(), reward, self._terminated, False, info
+        return self._step_result(reward, action_error, episode, "feedback")
 
     def _feedback_for_turn(self, action):
         """Flow: -> (feedback text or None, source, action error)."""

@@ -62,7 +62,6 @@ the first accepted one, ``condition`` ``"ideation"``, ``"solo"`` or ``"calibrati
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -91,8 +90,6 @@ from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
 from intbench.tutor.elo import EloTable, config_for
-
-logger = logging.getLogger(__name__)
 
 # KITE's submission budgets: 10 for code, 5 for math.
 DEFAULT_SUBMISSIONS = {"code": 10, "other": 5}
@@ -272,13 +269,7 @@ class TutorEnv(FlowEnv):
             "withheld": float(self._withheld),
             "submissions": float(len(self._attempts)),
         }
-        info = self._info()
-        if action_error:
-            info["action_error"] = action_error
-            logger.info("malformed tutor action on %s: %s", self._problem.id, action_error)
-        if self._terminated:
-            self._end_info(info, episode)
-        return self._observation(), reward, self._terminated, False, info
+        return self._step_result(reward, action_error, episode, "tutor")
 
     # ------------------------------------------------------------- ideation
     def _student_says(self, final: bool):

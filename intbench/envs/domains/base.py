@@ -333,24 +333,29 @@ def classify_hub_error(domain: Domain, ref: HubRef, exc: BaseException) -> BaseE
     if split_error is not None:
         return split_error
     kind = next((k for k in map(_kind, chain) if k is not None), None)
-    if kind == "offline":
-        fix = (
-            f"HF_HUB_OFFLINE is set (or the hub client is in offline mode) and {ref.path} is not "
-            f"in the local datasets cache: load it once with network access, or {offline}"
-        )
-        reason = f"{where} is not in the local cache ({detail})"
-        return HubUnreachableError(hub_unavailable_message(domain, reason, fix), fix)
-    if kind == "not_found":
-        fix = (
-            f"check that {page} exists (and HF_ENDPOINT, if set); if the dataset moved, "
-            f"IntBench's hub reference is outdated: report it; meanwhile {offline}"
-        )
-        reason = f"{where} does not exist on the hub or is private ({detail})"
-        return HubNotFoundError(hub_unavailable_message(domain, reason, fix), fix)
-    if kind == "unreachable":
-        fix = f"check the network (proxy variables, HF_ENDPOINT) and retry, or {offline}"
-        reason = f"{where} unreachable ({detail})"
-        return HubUnreachableError(hub_unavailable_message(domain, reason, fix), fix)
+    if kind is not None:
+        # each kind _kind can name -> (error class, reason, fix)
+        error, reason, fix = {
+            "offline": (
+                HubUnreachableError,
+                f"{where} is not in the local cache ({detail})",
+                f"HF_HUB_OFFLINE is set (or the hub client is in offline mode) and {ref.path} "
+                f"is not in the local datasets cache: load it once with network access, or "
+                f"{offline}",
+            ),
+            "not_found": (
+                HubNotFoundError,
+                f"{where} does not exist on the hub or is private ({detail})",
+                f"check that {page} exists (and HF_ENDPOINT, if set); if the dataset moved, "
+                f"IntBench's hub reference is outdated: report it; meanwhile {offline}",
+            ),
+            "unreachable": (
+                HubUnreachableError,
+                f"{where} unreachable ({detail})",
+                f"check the network (proxy variables, HF_ENDPOINT) and retry, or {offline}",
+            ),
+        }[kind]
+        return error(hub_unavailable_message(domain, reason, fix), fix)
     names = set().union(*(_class_names(e) for e in chain))
     if names & {"OSError", "DatasetsError", "HfHubHTTPError"}:
         return HubUnavailableError(hub_unavailable_message(domain, f"{where}: {detail}"), offline)
