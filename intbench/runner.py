@@ -108,11 +108,15 @@ def run_eval(
     episode_timeout_s: float | None = EPISODE_TIMEOUT_S,
     prices: dict[str, tuple[float, float]] | None = None,
     workers: int = 1,
+    ray_address: str | None = None,
 ) -> RunResult:
     """Run (or resume) an evaluation and return all its episode records.
 
     ``workers`` > 1 plays the episodes in that many processes (each with
     ``concurrency`` in flight); this process alone writes the run directory.
+    ``ray_address`` (``"local"`` for a Ray instance started here, or a cluster's
+    address) plays them as ``workers`` Ray tasks instead, one per cluster CPU when
+    ``workers`` is 1.
 
     An episode still running ``episode_timeout_s`` seconds after its reset
     (``None`` for no limit) is recorded as failed, like a model or grader
@@ -127,7 +131,8 @@ def run_eval(
     run_dir = RunDir(out_dir)
     with run_dir.writer():  # one writer per run directory
         return _run_locked(
-            config, run_dir, concurrency, progress, on_episode, episode_timeout_s, prices, workers
+            config, run_dir, concurrency, progress, on_episode, episode_timeout_s, prices,
+            workers, ray_address,
         )  # fmt: skip
 
 
@@ -140,6 +145,7 @@ def _run_locked(
     episode_timeout_s: float | None,
     prices: dict[str, tuple[float, float]] | None,
     workers: int,
+    ray_address: str | None,
 ) -> RunResult:
     setup_started = time.perf_counter()
     out = run_dir.path
@@ -194,10 +200,17 @@ def _run_locked(
 
     try:
         with log:
-            if workers > 1 and len(todo) > 1:
+            if (workers > 1 or ray_address is not None) and len(todo) > 1:
                 first.close()
                 _play_in_workers(
-                    config, todo, workers, concurrency, episode_timeout_s, keep, summary
+                    config,
+                    todo,
+                    workers,
+                    concurrency,
+                    episode_timeout_s,
+                    keep,
+                    summary,
+                    ray_address,
                 )
             else:
                 _play(
@@ -291,55 +304,150 @@ def _play_in_workers(
     episode_timeout_s: float | None,
     keep: Callable[[Episode], None],
     summary: RunSummary,
+    ray_address: str | None = None,
 ) -> None:
-    """Shard ``todo`` over ``workers`` processes; their records come back to ``keep`` here,
-    so one process writes the run directory and nothing is duplicated."""
-    import multiprocessing
-    import queue as queues
-
-    context = multiprocessing.get_context("spawn")  # no forked model or thread state
-    results = context.Queue()
-    shards = [todo[i::workers] for i in range(workers)]
-    processes = [
-        context.Process(
-            target=_worker,
-            args=(config.to_dict(), shard, concurrency, episode_timeout_s, results),
-            daemon=True,
-            name=f"intbench-worker-{n}",
-        )
-        for n, shard in enumerate(shards)
-        if shard
-    ]
-    for process in processes:
-        process.start()
-    running = len(processes)
+    """Shard ``todo`` over ``workers`` processes (or Ray tasks when ``ray_address`` is
+    given); their records come back to ``keep`` here, so one process writes the run
+    directory and nothing is duplicated."""
+    shards = _RayShards(ray_address) if ray_address is not None else _ProcessShards()
     try:
+        if ray_address is not None and workers == 1:  # one shard per CPU of the cluster
+            workers = shards.cpus()
+        running = shards.start(config, todo, workers, concurrency, episode_timeout_s)
         while running:
-            try:
-                kind, payload = results.get(timeout=1.0)
-            except queues.Empty:
-                dead = [p for p in processes if p.exitcode not in (None, 0)]
-                if dead:
-                    raise RuntimeError(
-                        f"worker {dead[0].name} exited with code {dead[0].exitcode}; finished "
-                        "episodes are saved, re-run the command to resume"
-                    ) from None
+            item = shards.get(timeout=1.0)
+            if item is None:
+                shards.check()
                 continue
+            kind, payload = item
             if kind == "episode":
                 keep(Episode.from_dict(payload))
-            else:  # "usage": the worker is done
+            else:  # "usage": the shard is done
                 summary.add_usage(payload)
                 running -= 1
     finally:
-        for process in processes:
+        shards.close()
+
+
+def _shard(todo: list[str], workers: int) -> list[list[str]]:
+    return [shard for shard in (todo[i::workers] for i in range(workers)) if shard]
+
+
+class _ProcessShards:
+    """Shards in spawned processes on this machine; records come back through a queue."""
+
+    def start(self, config, todo, workers, concurrency, timeout_s) -> int:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # no forked model or thread state
+        self.results = context.Queue()
+        self.processes = [
+            context.Process(
+                target=_worker,
+                args=(config.to_dict(), shard, concurrency, timeout_s, self.results),
+                daemon=True,
+                name=f"intbench-worker-{n}",
+            )
+            for n, shard in enumerate(_shard(todo, workers))
+        ]
+        for process in self.processes:
+            process.start()
+        return len(self.processes)
+
+    def get(self, timeout: float):
+        import queue
+
+        try:
+            return self.results.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def check(self) -> None:
+        dead = [p for p in self.processes if p.exitcode not in (None, 0)]
+        if dead:
+            raise RuntimeError(
+                f"worker {dead[0].name} exited with code {dead[0].exitcode}; finished "
+                "episodes are saved, re-run the command to resume"
+            )
+
+    def close(self) -> None:
+        for process in getattr(self, "processes", []):
             if process.is_alive():
                 process.terminate()
             process.join(5)
 
 
+class _RayShards:
+    """Shards as Ray tasks, on the cluster at ``address`` or on a local Ray instance
+    started here (``address="local"``); records come back through a Ray queue actor.
+    Every node needs IntBench installed; model servers are reached by URL as usual."""
+
+    def __init__(self, address: str):
+        try:
+            import ray
+        except ImportError:
+            raise RuntimeError("--ray needs Ray: pip install 'intbench[ray]'") from None
+        self.ray = ray
+        self.started_here = not ray.is_initialized()
+        if self.started_here:
+            ray.init(
+                address=None if address == "local" else address,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+
+    def cpus(self) -> int:
+        return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
+
+    def start(self, config, todo, workers, concurrency, timeout_s) -> int:
+        from ray.util.queue import Queue
+
+        self.results = Queue()
+        play = self.ray.remote(num_cpus=1, max_retries=0)(_play_shard)
+        self.tasks = [
+            play.remote(config.to_dict(), shard, concurrency, timeout_s, self.results)
+            for shard in _shard(todo, workers)
+        ]
+        return len(self.tasks)
+
+    def get(self, timeout: float):
+        from ray.util.queue import Empty
+
+        try:
+            return self.results.get(timeout=timeout)
+        except Empty:
+            return None
+
+    def check(self) -> None:
+        done, _ = self.ray.wait(self.tasks, num_returns=len(self.tasks), timeout=0)
+        for task in done:
+            try:
+                self.ray.get(task)
+            except Exception as exc:  # a task's error, or a lost node
+                first_line = (
+                    str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                )
+                raise RuntimeError(
+                    f"a Ray task failed ({first_line}); finished episodes are saved, "
+                    "re-run the command to resume"
+                ) from None
+
+    def close(self) -> None:
+        for task in getattr(self, "tasks", []):
+            self.ray.cancel(task, force=True)
+        if self.started_here:
+            self.ray.shutdown()
+
+
 def _worker(config_dict: dict, keys: list[str], concurrency: int, timeout_s, results) -> None:
-    """One worker process: play ``keys`` and send each record, then the backends' usage."""
+    """One worker process: ends with its parent, plays its shard."""
     _die_with_parent()
+    _play_shard(config_dict, keys, concurrency, timeout_s, results)
+
+
+def _play_shard(config_dict: dict, keys: list[str], concurrency: int, timeout_s, results) -> None:
+    """Play ``keys`` and send each record to ``results``, then the backends' usage."""
     config = RunConfig(**config_dict)
     first = _make_env(config)
     teacher = _make_teacher(config, first, first.problems)

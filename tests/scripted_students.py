@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -62,3 +63,18 @@ def fixture_student(messages):
 def fixture_teacher(messages):
     """The feedback and tutor teacher of ``tests/fixtures/episodes_v1``."""
     return "<feedback>Check the second step again.</feedback>"
+
+
+OVERLAP = {"active": 0, "most": 0}
+_overlap_lock = threading.Lock()
+
+
+def overlapping(messages):
+    """A fixed trace after a short pause; ``OVERLAP["most"]`` is the most calls seen at once."""
+    with _overlap_lock:
+        OVERLAP["active"] += 1
+        OVERLAP["most"] = max(OVERLAP["most"], OVERLAP["active"])
+    time.sleep(0.05)
+    with _overlap_lock:
+        OVERLAP["active"] -= 1
+    return TRACE

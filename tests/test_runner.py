@@ -273,3 +273,32 @@ def test_matrix_command(tmp_path, monkeypatch, capsys):
     assert (
         len(list((tmp_path / "grid").iterdir())) == 2 * 2 + 2
     )  # pairs + one self_refine per student
+
+
+def test_matrix_pairs_run_at_once_with_the_episodes_of_one_at_a_time(tmp_path, monkeypatch):
+    from intbench.cli import main
+    from tests import scripted_students
+
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    teachers = "scripted:text=<feedback>Look again.</feedback>,scripted:text=<feedback>Check units.</feedback>"
+    grids = {}
+    for pairs in (1, 3):
+        scripted_students.OVERLAP["most"] = 0
+        grid = tmp_path / f"grid{pairs}"
+        code = main([
+            "matrix", "--env", "IntBench-Math-Feedback-v0", "--teachers", teachers,
+            "--students", "scripted:tests.scripted_students:overlapping", "-n", "2", "--k-max", "2",
+            "--concurrency", "1", "--pairs", str(pairs), "--out", str(grid), "--no-progress",
+        ])  # fmt: skip
+        assert code == 0
+        # one episode in flight per run: calls overlap only when the runs do
+        most = scripted_students.OVERLAP["most"]
+        assert most == 1 if pairs == 1 else most >= 2
+        grids[pairs] = {
+            run.name: sorted(
+                (r["metadata"]["run_key"], r["solved_at"], len(r["attempts"]))
+                for r in load_run(run)
+            )
+            for run in grid.iterdir()
+        }
+    assert grids[1] == grids[3] and len(grids[1]) == 3

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
+import threading
 from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
@@ -88,6 +90,13 @@ def add_parser(subparsers) -> None:
     grid.add_argument("--students", required=True, help="comma-separated model specs")
     grid.add_argument("--teachers", required=True, help="comma-separated model specs")
     grid.add_argument("--out", required=True, type=Path)
+    grid.add_argument(
+        "--pairs",
+        type=int,
+        default=4,
+        help="(student, teacher) runs in flight at once, each with --concurrency episodes; "
+        "they share each model backend and its bound on requests in flight (default 4)",
+    )
     grid.set_defaults(func=_matrix)
 
 
@@ -114,7 +123,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         help="processes playing episodes, each with --concurrency in flight; this one writes "
-        "the run directory (default 1)",
+        "the run directory (default 1; with --ray, one per CPU of the cluster)",
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="play the --workers shards as Ray tasks: on a local Ray instance, or on the "
+        "cluster at ADDRESS (pip install 'intbench[ray]'; IntBench on every node)",
     )
     parser.add_argument(
         "--episode-timeout",
@@ -203,6 +221,8 @@ def _tracking_options(args) -> dict:
     """``--price``, ``--report-to`` and ``--workers``, checked before any work (exit 2)."""
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.ray is not None and importlib.util.find_spec("ray") is None:
+        raise UsageError("--ray needs Ray: pip install 'intbench[ray]'")
     try:
         check_tracker(args.report_to)
         return {"prices": parse_prices(args.price)}
@@ -210,7 +230,7 @@ def _tracking_options(args) -> dict:
         raise UsageError(str(exc)) from None
 
 
-def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
+def _run(config: RunConfig, out: Path, args, progress: bool = True) -> list[dict] | None:
     check_run(config, args.concurrency)
     options = _tracking_options(args)
     tracker = None
@@ -221,10 +241,11 @@ def _run(config: RunConfig, out: Path, args) -> list[dict] | None:
             config,
             out,
             concurrency=args.concurrency,
-            progress=not args.no_progress,
+            progress=progress and not args.no_progress,
             episode_timeout_s=args.episode_timeout,
             on_episode=EpisodeTracking(tracker),
             workers=args.workers,
+            ray_address=args.ray,
             **options,
         )
         tracker.log_tables(summarize(result.episodes).tables)
@@ -265,27 +286,60 @@ def _matrix(args) -> int:
         )
         return 2
     _tracking_options(args)
+    if args.pairs < 1:
+        raise UsageError(f"--pairs must be at least 1, got {args.pairs}")
     students = [s for s in args.students.split(",") if s]
     teachers = [t for t in args.teachers.split(",") if t]
     base = env_options(args)
-    runs: dict[tuple[str, str], list[dict]] = {}
+    jobs: dict[tuple[str, str], tuple[RunConfig, Path]] = {}
     for student in students:
-        runs[(student, "self_refine")] = _run(
+        jobs[(student, "self_refine")] = (
             _config(args, "never", student, {**base, "mode": "self_refine"}),
             args.out / f"{_slug(student)}__self_refine",
-            args,
         )
         for teacher in teachers:
             # The diagonal (teacher == student) is self-feedback by the same model.
-            runs[(student, teacher)] = _run(
+            jobs[(student, teacher)] = (
                 _config(args, teacher, student, {**base, "mode": "teacher"}),
                 args.out / f"{_slug(student)}__{_slug(teacher)}",
-                args,
             )
+    runs = _run_pairs(jobs, args)
     if any(v is None for v in runs.values()):
         return 2
     print(summarize([e for episodes in runs.values() for e in episodes]).to_text())
     return 0
+
+
+def _run_pairs(jobs: dict, args) -> dict:
+    """Each job's run, ``--pairs`` at a time.  The threads are daemons: Ctrl-C ends the
+    process at once, and every run resumes from what it has written."""
+    # wandb and trackio keep one current run per process, so their runs go one by one.
+    pairs = 1 if args.report_to in ("wandb", "trackio") else args.pairs
+    pending = list(jobs.items())
+    runs: dict = {}
+    errors: list[BaseException] = []
+    take = threading.Lock()
+
+    def play() -> None:
+        while not errors:
+            with take:
+                if not pending:
+                    return
+                key, (config, out) = pending.pop(0)
+            try:
+                runs[key] = _run(config, out, args, progress=pairs == 1)
+            except BaseException as exc:  # re-raised in the main thread, as in a single run
+                errors.append(exc)
+
+    threads = [threading.Thread(target=play, daemon=True) for _ in range(min(pairs, len(jobs)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.5)  # a timed join lets KeyboardInterrupt through
+    if errors:
+        raise errors[0]
+    return {key: runs[key] for key in jobs}
 
 
 def _slug(spec: str) -> str:
