@@ -17,7 +17,7 @@ from gymnasium.utils.env_checker import check_env
 
 import intbench
 from intbench.agents.backends.scripted import ScriptedBackend
-from intbench.envs.domains import get_domain, load_problems
+from intbench.envs.domains import get_domain, load_problems, registry
 from intbench.envs.domains.prompting import (
     TEMPLATE_NAMES,
     PromptTemplateError,
@@ -92,10 +92,15 @@ def test_answer_format_and_template_overrides(domain, tmp_path):
             domain.DOMAIN, name="reverse_styled", env_name="ReverseStyled", templates=tmp_path
         )
     )
-    copy = Problem(**{**problem.to_dict(), "domain": styled.name})
-    messages = render_messages(styled.name, "student_baseline", problem=copy)
-    assert messages[0]["content"].startswith("You are a careful speller.")
-    assert messages[-1]["content"].endswith("Reply with the word reversed.")
+    try:
+        copy = Problem(**{**problem.to_dict(), "domain": styled.name})
+        messages = render_messages(styled.name, "student_baseline", problem=copy)
+        assert messages[0]["content"].startswith("You are a careful speller.")
+        assert messages[-1]["content"].endswith("Reply with the word reversed.")
+    finally:  # its templates go with tmp_path: later tests must not see its env ids
+        registry._REGISTRY.pop(styled.name)
+        for id_ in [i for i in gym.envs.registry if "ReverseStyled" in i]:
+            del gym.envs.registry[id_]
 
 
 def test_unknown_domains_are_errors_not_defaults():
