@@ -323,8 +323,13 @@ def run_cli(argv: list[str]) -> int:
 def test_cli_prints_a_one_screen_summary(records, tmp_path, capsys):
     run = write_run(tmp_path / "run", records["monitor"] + records["feedback"])
     assert run_cli([str(run), "--samples", "10"]) == 0
-    out = capsys.readouterr().out
+    printed = capsys.readouterr()
+    out = printed.out
     assert out.count("\n") < 40
+    # each phase on stderr as it starts and with its time as it ends
+    phases = [line for line in printed.err.splitlines() if line.startswith("report: ")]
+    assert "report: metrics of 84 episodes, 10 bootstrap resamples per CI ..." in phases
+    assert len(phases) == 10 and all(re.search(r"(\.\.\.|: \d+\.\d s)$", p) for p in phases)
     assert "84 episodes from 1 file(s)" in out and "monitor" in out and "feedback" in out
     # φ after the increment and the baseline accuracy
     assert re.search(r"human\s+standard\s+continue\s+\S+\s+\d\.\d\d\s+0\.42", out)

@@ -37,7 +37,12 @@ def run_report(args: argparse.Namespace) -> int:
         print("error: --samples must be at least 1", file=sys.stderr)
         return 2
     try:
-        output = generate_report(args.dirs, args.out, samples=args.samples)
+        output = generate_report(
+            args.dirs,
+            args.out,
+            samples=args.samples,
+            progress=lambda line: print(f"report: {line}", file=sys.stderr, flush=True),
+        )
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

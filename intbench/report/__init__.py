@@ -8,8 +8,10 @@ matplotlib) and ``report.html`` into the output directory.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,16 +58,22 @@ def _write_tables(tables: Iterable[Table], directory: Path) -> list[Path]:
 
 
 def generate_report(
-    dirs: Sequence[str | Path], out_dir: str | Path | None = None, samples: int = BOOTSTRAP_SAMPLES
+    dirs: Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    samples: int = BOOTSTRAP_SAMPLES,
+    progress: Callable[[str], None] | None = None,
 ) -> ReportOutput:
     """Read the runs and write tables, figures and ``report.html`` into ``out_dir``.
 
     ``out_dir`` defaults to ``<first dir>/report``; ``samples`` is the number
-    of bootstrap resamples behind every CI.
+    of bootstrap resamples behind every CI.  ``progress`` gets a line as each
+    phase starts and ends (with its time), for commands that show them.
     """
     from intbench.report import figures, html
 
-    runs = read_runs(dirs)
+    phase = _Phases(progress)
+    with phase("reading the runs"):
+        runs = read_runs(dirs)
     first = Path(dirs[0] if not isinstance(dirs, (str, Path)) else dirs)
     out = (
         Path(out_dir)
@@ -73,19 +81,40 @@ def generate_report(
         else (first.parent if first.is_file() else first) / "report"
     )
     out.mkdir(parents=True, exist_ok=True)
-    data = summarize(runs.episodes, samples=samples)
-    from intbench.analysis.saved_tables import saved_analysis_tables
+    with phase(f"metrics of {len(runs.episodes)} episodes, {samples} bootstrap resamples per CI"):
+        data = summarize(runs.episodes, samples=samples)
+        from intbench.analysis.saved_tables import saved_analysis_tables
 
-    data.tables.extend(
-        saved_analysis_tables([dirs] if isinstance(dirs, (str, Path)) else dirs, samples)
-    )
+        data.tables.extend(
+            saved_analysis_tables([dirs] if isinstance(dirs, (str, Path)) else dirs, samples)
+        )
     summaries = {str(s.path.parent): s.summary for s in runs.sources if s.summary}
     if summaries:
         data.tables.append(summary_table(summaries))
-    table_files = _write_tables(data.tables, out / "tables")
-    rendered, skipped = figures.render_all(data, runs.episodes, out / "figures")
-    html_path = html.write_html(out / "report.html", runs, data, rendered, skipped)
+    with phase(f"writing {len(data.tables)} tables"):
+        table_files = _write_tables(data.tables, out / "tables")
+    with phase("drawing the figures"):
+        rendered, skipped = figures.render_all(data, runs.episodes, out / "figures")
+    with phase("writing report.html"):
+        html_path = html.write_html(out / "report.html", runs, data, rendered, skipped)
     return ReportOutput(html_path, runs, data, table_files, [f.path for f in rendered], skipped)
+
+
+class _Phases:
+    """``with phase(name):`` reports ``name ...`` and then ``name: 1.2 s``."""
+
+    def __init__(self, report: Callable[[str], None] | None):
+        self.report = report
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        if self.report is None:
+            yield
+            return
+        self.report(f"{name} ...")
+        started = time.perf_counter()
+        yield
+        self.report(f"{name}: {time.perf_counter() - started:.1f} s")
 
 
 def build_report(
