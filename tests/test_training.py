@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
+import intbench
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.records import Problem
 
@@ -596,3 +599,21 @@ def test_grpo_with_kl_gets_a_reference_copy_of_the_embedded_policy(
     policy = dict(trainer.model.named_parameters())
     for name, weight in trainer.ref_model.named_parameters():
         assert torch.equal(weight, policy[name]), name
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "zero_stage"),
+    [
+        ("multi_gpu", "MULTI_GPU", None),
+        ("deepspeed_zero2", "DEEPSPEED", 2),
+        ("deepspeed_zero3", "DEEPSPEED", 3),
+    ],
+)
+def test_shipped_accelerate_configs_load_with_accelerate(name, kind, zero_stage):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    path = Path(intbench.__file__).parent / "training" / "accelerate" / f"{name}.yaml"
+    config = load_config_from_file(str(path))
+    assert config.distributed_type.name == kind
+    assert config.deepspeed_config.get("zero_stage") == zero_stage
+    assert f"--config_file intbench/training/accelerate/{name}.yaml" in path.read_text()
