@@ -372,6 +372,71 @@ def test_grpo_two_steps_on_the_feedback_env(tiny_model_dir, tmp_path):
     assert any("\\boxed{99}" in text for text in unmasked)
 
 
+class VLLMStandIn:
+    """TRL's vLLM generation as the rollout sees it (``generate`` from token ids with
+    the sampled tokens' log-probabilities, ``sync_weights``), served here by the policy."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+        self.max_completion_length = trainer.args.max_completion_length
+        self.temperature = trainer.args.temperature
+        self.calls: list[tuple] = []
+        self.syncs = 0
+
+    def sync_weights(self):
+        self.syncs += 1
+
+    def generate(self, prompts, images, num_generations):
+        from intbench.training.feedback import _generate_locally
+
+        self.calls.append((len(prompts), num_generations, self.max_completion_length))
+        rows = _generate_locally(
+            self.trainer, prompts, self.max_completion_length, self.temperature
+        )
+        return prompts, rows, [[[-0.5] for _ in row] for row in rows], None
+
+
+def test_feedback_grpo_generates_through_trls_vllm_generation(tiny_model_dir, tmp_path):
+    from trl import GRPOTrainer
+
+    from intbench.training import FeedbackRollout, feedback_reward
+
+    kwargs = {"student": feedback_student(), "problems": math_problems(), "k_max": 3}
+    rollout = FeedbackRollout("IntBench-Math-Feedback-v0", kwargs, max_turn_tokens=8)
+    dataset = rollout.dataset()
+    model, tokenizer = tiny_policy(
+        tiny_model_dir, dataset["prompt"], ["<feedback>carry the one</feedback>"]
+    )
+    seen = {}
+
+    def spy(prompts, trainer):
+        seen.update(rollout(prompts, trainer))
+        return seen
+
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=[feedback_reward],
+        train_dataset=dataset,
+        rollout_func=spy,
+        args=grpo_args(tmp_path),
+    )
+    # what `use_vllm=True` sets up, with the stand-in in place of a vLLM server
+    trainer.use_vllm, trainer._last_loaded_step = True, -1
+    trainer.vllm_generation = vllm = VLLMStandIn(trainer)
+    trainer.train()
+    assert vllm.syncs == 2  # TRL pushed the weights before each step's rollout
+    # one call per teacher turn, each prompt once, capped at the rollout's turn length
+    assert vllm.calls and all(n >= 1 and g == 1 and cap == 8 for n, g, cap in vllm.calls)
+    assert vllm.max_completion_length == trainer.args.max_completion_length  # restored
+    for ids, mask, logps in zip(
+        seen["completion_ids"], seen["env_mask"], seen["logprobs"], strict=True
+    ):
+        assert len(logps) == len(ids) == len(mask)
+        assert all((lp == -0.5) == bool(m) for lp, m in zip(logps, mask, strict=True))
+    assert any(0 in mask for mask in seen["env_mask"])  # multi-turn: env tokens, masked
+
+
 def test_feedback_rollout_refuses_unknown_prompts_and_monitor_envs():
     from intbench.training import FeedbackRollout
 
