@@ -322,7 +322,8 @@ def test_format_reward_penalises_only_unparsable_replies():
     }
 
 
-def test_grpo_two_steps_on_the_feedback_env(tiny_model_dir, tmp_path):
+def feedback_trainer(tiny_model_dir, tmp_path, replies, callbacks=()):
+    """A GRPO trainer on the feedback env and a dict that gets the rollout's last output."""
     from trl import GRPOTrainer
 
     from intbench.training import FeedbackRollout, feedback_reward
@@ -330,17 +331,11 @@ def test_grpo_two_steps_on_the_feedback_env(tiny_model_dir, tmp_path):
     kwargs = {"student": feedback_student(), "problems": math_problems(), "k_max": 3}
     rollout = FeedbackRollout("IntBench-Math-Feedback-v0", kwargs, max_turn_tokens=8)
     dataset = rollout.dataset()
-    model, tokenizer = tiny_policy(
-        tiny_model_dir,
-        dataset["prompt"],
-        ["<feedback>carry the one</feedback>", "<feedback>look again</feedback>"],
-    )
-    probe = GradientProbe()
+    model, tokenizer = tiny_policy(tiny_model_dir, dataset["prompt"], replies)
     seen = {}
-    original = rollout.__call__
 
     def spy(prompts, trainer):
-        seen.update(original(prompts, trainer))
+        seen.update(rollout(prompts, trainer))
         return seen
 
     trainer = GRPOTrainer(
@@ -350,7 +345,18 @@ def test_grpo_two_steps_on_the_feedback_env(tiny_model_dir, tmp_path):
         train_dataset=dataset,
         rollout_func=spy,
         args=grpo_args(tmp_path),
-        callbacks=[probe.callback],
+        callbacks=list(callbacks),
+    )
+    return trainer, tokenizer, seen
+
+
+def test_grpo_two_steps_on_the_feedback_env(tiny_model_dir, tmp_path):
+    probe = GradientProbe()
+    trainer, tokenizer, seen = feedback_trainer(
+        tiny_model_dir,
+        tmp_path,
+        ["<feedback>carry the one</feedback>", "<feedback>look again</feedback>"],
+        [probe.callback],
     )
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "feedback/solved" in entry]
@@ -397,29 +403,8 @@ class VLLMStandIn:
 
 
 def test_feedback_grpo_generates_through_trls_vllm_generation(tiny_model_dir, tmp_path):
-    from trl import GRPOTrainer
-
-    from intbench.training import FeedbackRollout, feedback_reward
-
-    kwargs = {"student": feedback_student(), "problems": math_problems(), "k_max": 3}
-    rollout = FeedbackRollout("IntBench-Math-Feedback-v0", kwargs, max_turn_tokens=8)
-    dataset = rollout.dataset()
-    model, tokenizer = tiny_policy(
-        tiny_model_dir, dataset["prompt"], ["<feedback>carry the one</feedback>"]
-    )
-    seen = {}
-
-    def spy(prompts, trainer):
-        seen.update(rollout(prompts, trainer))
-        return seen
-
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        reward_funcs=[feedback_reward],
-        train_dataset=dataset,
-        rollout_func=spy,
-        args=grpo_args(tmp_path),
+    trainer, _, seen = feedback_trainer(
+        tiny_model_dir, tmp_path, ["<feedback>carry the one</feedback>"]
     )
     # what `use_vllm=True` sets up, with the stand-in in place of a vLLM server
     trainer.use_vllm, trainer._last_loaded_step = True, -1
