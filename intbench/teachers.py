@@ -18,7 +18,7 @@ from typing import Any
 
 from intbench.agents.backends.loading import KNOWN_KINDS, parse_spec
 from intbench.agents.base import ChatBackend, SamplingParams
-from intbench.agents.incremental import KVCacheDecider, decision_line
+from intbench.agents.incremental import KVCacheDecider, decide_batch, decision_line
 from intbench.agents.parsing import parse_feedback, parse_monitor_decision, parse_oracle_decision
 from intbench.agents.policies import POLICY_KINDS, AtFraction, make_policy
 
@@ -188,8 +188,13 @@ class ModelTeacher:
         if not asking:
             return actions
         if self.incremental:
-            for i in asking:
-                actions[i] = self._decide(slots[i], steps[i][1]["messages"], seeds[i])
+            decided = self._decide(
+                [slots[i] for i in asking],
+                [steps[i][1] for i in asking],
+                [seeds[i] for i in asking],
+            )
+            for i, action in zip(asking, decided, strict=True):
+                actions[i] = action
             return actions
         if self.decide_first:
             return self._decide_first(slots, steps, seeds, asking, actions)
@@ -250,16 +255,19 @@ class ModelTeacher:
                 logger.warning("teacher said Yes, then No in its full reply: a wait")
         return actions
 
-    def _decide(self, slot: int, messages: list[dict], seed: int) -> dict:
-        """One incremental Standard decision (local models)."""
+    def _decide(self, slots: list[int], infos: list[dict], seeds: list[int]) -> list[dict]:
+        """Incremental Standard decisions of several episodes in one batch (local models)."""
+        deciders = [self._decider(slot, seed) for slot, seed in zip(slots, seeds, strict=True)]
         try:
-            result = self._decider(slot, seed).decide(messages)
+            results = decide_batch(deciders, [info["messages"] for info in infos])
         except Exception as exc:  # like a backend failure: an episode error, not a crash
             logger.exception("teacher %s failed", self.spec)
-            self._deciders.pop(slot, None)  # the cache may be half updated
-            return {"intervene": 0, "message": "", "error": f"teacher failed: {exc}"}
-        self._record(slot, result.text, result.prompt_tokens, result.generated_tokens)
-        return self.parse(result.text)
+            for slot in slots:
+                self._deciders.pop(slot, None)  # the caches may be half updated
+            return [{"intervene": 0, "message": "", "error": f"teacher failed: {exc}"}] * len(slots)
+        for slot, result in zip(slots, results, strict=True):
+            self._record(slot, result.text, result.prompt_tokens, result.generated_tokens)
+        return [self.parse(result.text) for result in results]
 
     def parse(self, text: str, error: str | None = None) -> dict | str:
         if error:

@@ -20,6 +20,7 @@ from intbench.agents.incremental import (
     KVCacheDecider,
     NaiveDecider,
     ServerDecider,
+    decide_batch,
 )
 from intbench.records import Problem
 
@@ -123,6 +124,72 @@ def test_decider_and_naive_agree_on_text_under_greedy(tiny):
     assert result.text == reference.text
     assert result.generated_tokens == reference.generated_tokens
     assert result.prefilled_tokens < reference.prefilled_tokens
+
+
+def test_a_batch_of_deciders_decides_as_each_alone(tiny, monkeypatch):
+    """Episodes at different lengths, one batched forward per step: the same
+    decisions, P(Yes), messages and reuse as each decider run by itself."""
+    episodes = [monitor_prompts("paper"), monitor_prompts("append"), monitor_prompts("paper")[1:]]
+
+    def deciders():
+        return [
+            KVCacheDecider(
+                tiny.model,
+                tiny.tokenizer,
+                temperature=0.7,
+                top_p=0.95,
+                max_message_tokens=6,
+                seed=seed,
+                render=tiny.render,
+            )
+            for seed in (1, 2, 3)
+        ]
+
+    alone, batched = deciders(), deciders()  # made first: they read forward's signature
+    calls = []
+    forward = type(tiny.model).forward
+
+    def counted(self, *args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(tiny.model), "forward", counted)
+    steps = min(len(e) for e in episodes)
+    solo = [[d.decide(e[t]) for t in range(steps)] for d, e in zip(alone, episodes, strict=True)]
+    solo_calls, calls[:] = len(calls), []
+    together = [decide_batch(batched, [e[t] for e in episodes]) for t in range(steps)]
+    assert len(calls) < solo_calls and max(calls) == 3  # one forward serves all three
+    assert any(r.generated_tokens for results in together for r in results)  # messages batched
+    for t in range(steps):
+        for row in range(3):
+            a, b = solo[row][t], together[t][row]
+            assert (a.intervene, a.text, a.generated_tokens) == (
+                b.intervene,
+                b.text,
+                b.generated_tokens,
+            )
+            assert a.p_intervene == pytest.approx(b.p_intervene, abs=1e-5)
+            assert a.details["reused_tokens"] == b.details["reused_tokens"]
+    for a, b in zip(alone, batched, strict=True):  # the caches hold the same tokens and values
+        assert a._cached_ids == b._cached_ids
+        for x, y in zip(a._cache.layers, b._cache.layers, strict=True):
+            assert torch.allclose(x.keys, y.keys, atol=1e-5) and x.keys.shape == y.keys.shape
+
+
+def test_model_teacher_decides_its_episodes_in_one_batch(tiny, monkeypatch):
+    from intbench.teachers import ModelTeacher
+
+    teacher = ModelTeacher(tiny, "monitor", "standard")
+    for slot in (0, 1):
+        teacher.reset(slot)
+    seen = []
+    monkeypatch.setattr(
+        "intbench.teachers.decide_batch",
+        lambda deciders, prompts: seen.append(len(deciders)) or decide_batch(deciders, prompts),
+    )
+    first, second = monitor_prompts("paper")[:2]
+    actions = teacher.act([0, 1], [({}, {"messages": first}), ({}, {"messages": second})], [5, 6])
+    assert seen == [2] and len(actions) == 2 and set(teacher._deciders) == {0, 1}
 
 
 def test_sampling_is_seeded(tiny):
@@ -253,7 +320,7 @@ def test_model_teacher_incremental_failure_is_an_episode_error(tiny, monkeypatch
     def broken(*args, **kwargs):
         raise RuntimeError("out of memory")
 
-    monkeypatch.setattr(teacher._deciders[3], "_forward", broken)
+    monkeypatch.setattr("intbench.agents.kv_batch.MergedCache.forward", broken)
     with caplog.at_level(logging.ERROR):
         (action,) = teacher.act([3], [({}, {"messages": messages})], [0])
     assert action["intervene"] == 0 and "out of memory" in action["error"]

@@ -35,11 +35,12 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from intbench.agents.base import ChatBackend, Conversation, SamplingParams
+from intbench.agents.kv_batch import MergedCache, can_merge
 
 logger = logging.getLogger(__name__)
 
@@ -209,6 +210,8 @@ class KVCacheDecider:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        if max_message_tokens < 1:
+            raise ValueError(f"max_message_tokens must be >= 1, got {max_message_tokens}")
         self.model = model
         self.tokenizer = tokenizer
         self.temperature = temperature
@@ -252,22 +255,6 @@ class KVCacheDecider:
             self._cache.crop(-extra)
             self._cached_ids = self._cached_ids[:keep]
 
-    def _forward(self, ids: list[int]):
-        """Run ``ids`` after the cached tokens; return the last position's logits."""
-        import torch
-
-        input_ids = torch.tensor([ids], dtype=torch.long, device=_input_device(self.model))
-        # The cache is updated in place; only the last position's logits are needed.
-        with torch.no_grad():
-            out = self.model(
-                input_ids=input_ids,
-                use_cache=True,
-                logits_to_keep=1,
-                **{self._cache_kw: self._cache},
-            )
-        self._cached_ids.extend(ids)
-        return out.logits[0, -1].float().cpu()  # the sampling generator lives on the CPU
-
     def _pick(self, logits) -> int:
         import torch
 
@@ -295,48 +282,102 @@ class KVCacheDecider:
 
     def decide(self, messages: Conversation) -> DecisionResult:
         """Decide wait/intervene for the prompt ``messages`` (the whole chat so far)."""
-        start = time.perf_counter()
-        ids = _prompt_ids(self.tokenizer, messages, self.decision_prefix, self.render)
+        return decide_batch([self], [messages])[0]
+
+
+def decide_batch(
+    deciders: Sequence[KVCacheDecider], prompts: Sequence[Conversation]
+) -> list[DecisionResult]:
+    """The decisions of several episodes' deciders on one model, batched.
+
+    One forward pass prefills every episode's new tokens after its own cached
+    prefix (:class:`~intbench.agents.kv_batch.MergedCache`), and the messages of
+    those that intervene are generated together, one forward per token.  Each
+    decider samples with its own generator, so an episode's decisions do not
+    depend on which others share its batch.  Times in the results are the
+    batch's.  Models whose cache cannot be merged run one episode at a time.
+    """
+    if len(deciders) != len(prompts):
+        raise ValueError(f"{len(deciders)} deciders for {len(prompts)} prompts")
+    if not deciders:
+        return []
+    first = deciders[0]
+    if any(d.model is not first.model for d in deciders):
+        raise ValueError("a batch of decisions needs one model")
+    if len(deciders) > 1 and not all(can_merge(d._cache) for d in deciders):
+        return [decide_batch([d], [p])[0] for d, p in zip(deciders, prompts, strict=True)]
+    start = time.perf_counter()
+    ids, keeps = [], []
+    for decider, messages in zip(deciders, prompts, strict=True):
+        prompt = _prompt_ids(decider.tokenizer, messages, decider.decision_prefix, decider.render)
         # Keep at least one token to run so the model yields the decision logits.
-        keep = min(_common_prefix_length(self._cached_ids, ids), len(ids) - 1)
-        self._truncate_cache(keep)
-        new = ids[keep:]
-        logits = self._forward(new)
-        intervene, p_yes = self._decide_yes(logits)
-        decision_seconds = time.perf_counter() - start
-        generated = 0
+        keep = min(_common_prefix_length(decider._cached_ids, prompt), len(prompt) - 1)
+        decider._truncate_cache(keep)
+        ids.append(prompt)
+        keeps.append(keep)
+    merged = MergedCache(first.model, [d._cache for d in deciders], keeps, first._cache_kw)
+    logits = merged.forward([p[k:] for p, k in zip(ids, keeps, strict=True)]).float().cpu()
+    for row, decider in enumerate(deciders):
+        decider._cache, decider._cached_ids = merged.split(row), list(ids[row])
+    decisions = [d._decide_yes(logits[row]) for row, d in enumerate(deciders)]
+    decision_seconds = time.perf_counter() - start
+    yes = [row for row, (intervene, _) in enumerate(decisions) if intervene]
+    messages = _generate_messages([deciders[row] for row in yes], merged, yes)
+    seconds = time.perf_counter() - start
+    results = []
+    for row, decider in enumerate(deciders):
+        intervene, p_yes = decisions[row]
+        message_ids = messages.get(row)
         if intervene:
-            message_ids = self._generate_after(self.yes_id)
-            generated = 1 + len(message_ids)
-            body = self.tokenizer.decode(message_ids, skip_special_tokens=True)
-            text = self.decision_prefix + self.yes + body
+            body = decider.tokenizer.decode(message_ids, skip_special_tokens=True)
+            text = decider.decision_prefix + decider.yes + body
         else:
-            text = self.decision_prefix + self.no
-        seconds = time.perf_counter() - start
+            text = decider.decision_prefix + decider.no
         result = DecisionResult(
             intervene=intervene,
             p_intervene=p_yes,
             text=text,
-            prompt_tokens=len(ids),
-            prefilled_tokens=len(new),
-            generated_tokens=generated,
+            prompt_tokens=len(ids[row]),
+            prefilled_tokens=len(ids[row]) - keeps[row],
+            generated_tokens=1 + len(message_ids) if intervene else 0,
             seconds=seconds,
-            details={"reused_tokens": keep, "decision_seconds": decision_seconds},
+            details={"reused_tokens": keeps[row], "decision_seconds": decision_seconds},
         )
-        self.stats.count(result)
-        return _apply_parsed_output(result) if intervene else result
+        decider.stats.count(result)
+        results.append(_apply_parsed_output(result) if intervene else result)
+    return results
 
-    def _generate_after(self, first_id: int) -> list[int]:
-        """Continue from the cache after ``first_id``; return the new tokens."""
-        out: list[int] = []
-        token = first_id
-        for _ in range(self.max_message_tokens):
-            logits = self._forward([token])
-            token = self._pick(logits)
-            if token in self._stop_ids:
-                break
-            out.append(token)
-        return out
+
+def _generate_messages(
+    deciders: list[KVCacheDecider], merged: MergedCache, rows: list[int]
+) -> dict[int, list[int]]:
+    """Messages after `` Yes`` for the deciders of ``rows``, generated together; each
+    decider's cache then holds what it was fed, as when it generates alone."""
+    if not rows:
+        return {}
+    merged.select(rows)
+    fed = [[d.yes_id] for d in deciders]  # the tokens each row has run, after its prompt
+    out: list[list[int]] = [[] for _ in deciders]
+    active = list(range(len(deciders)))
+    while active:
+        logits = merged.forward([[fed[j][-1]] for j in active]).float().cpu()
+        going = []
+        for position, j in enumerate(active):
+            decider = deciders[j]
+            token = decider._pick(logits[position])
+            done = token in decider._stop_ids or len(fed[j]) >= decider.max_message_tokens
+            if token not in decider._stop_ids:
+                out[j].append(token)
+            if done:
+                decider._cache = merged.split(position)
+                decider._cached_ids = decider._cached_ids + fed[j]
+            else:
+                fed[j].append(token)
+                going.append(position)
+        if going and len(going) < len(active):
+            merged.select(going)
+        active = [active[position] for position in going]
+    return {row: out[j] for j, row in enumerate(rows)}
 
 
 @dataclass(eq=False, repr=False)
