@@ -25,6 +25,7 @@ import itertools
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -380,7 +381,14 @@ class _ProcessShards:
 class _RayShards:
     """Shards as Ray tasks, on the cluster at ``address`` or on a local Ray instance
     started here (``address="local"``); records come back through a Ray queue actor.
-    Every node needs IntBench installed; model servers are reached by URL as usual."""
+    Every node needs IntBench installed; model servers are reached by URL as usual.
+
+    Runs in one process (a matrix's pairs) share one Ray connection: the first
+    opens it, the last to finish closes it if this process opened it."""
+
+    _lock = threading.Lock()
+    _users = 0
+    _opened_here = False
 
     def __init__(self, address: str):
         try:
@@ -388,14 +396,16 @@ class _RayShards:
         except ImportError:
             raise RuntimeError("--ray needs Ray: pip install 'intbench[ray]'") from None
         self.ray = ray
-        self.started_here = not ray.is_initialized()
-        if self.started_here:
-            ray.init(
-                address=None if address == "local" else address,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
+        with _RayShards._lock:
+            if not ray.is_initialized():
+                ray.init(
+                    address=None if address == "local" else address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+                _RayShards._opened_here = True
+            _RayShards._users += 1
 
     def cpus(self) -> int:
         return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
@@ -434,10 +444,18 @@ class _RayShards:
                 ) from None
 
     def close(self) -> None:
-        for task in getattr(self, "tasks", []):
-            self.ray.cancel(task, force=True)
-        if self.started_here:
-            self.ray.shutdown()
+        tasks = getattr(self, "tasks", [])
+        if tasks:  # finished shards return at once; the others (after an error) are stopped
+            _, running = self.ray.wait(tasks, num_returns=len(tasks), timeout=5.0)
+            for task in running:
+                self.ray.cancel(task, force=True)
+        if hasattr(self, "results"):
+            self.results.shutdown(force=True)
+        with _RayShards._lock:
+            _RayShards._users -= 1
+            if _RayShards._users == 0 and _RayShards._opened_here:
+                self.ray.shutdown()
+                _RayShards._opened_here = False
 
 
 def _worker(config_dict: dict, keys: list[str], concurrency: int, timeout_s, results) -> None:

@@ -85,3 +85,27 @@ def test_ray_without_the_extra_is_a_one_line_error(tmp_path, monkeypatch):
     command = ["eval", "--env", "IntBench-Math-v0", "--teacher", "never", "--ray", "--out"]
     assert main([*command, str(tmp_path / "run")]) == 2
     assert not (tmp_path / "run" / "config.json").exists()
+
+
+def test_matrix_pairs_share_one_ray_instance(tmp_path, monkeypatch):
+    from intbench.cli import main
+
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    grid = [
+        "matrix", "--env", "IntBench-Math-Feedback-v0", "-n", "3", "--k-max", "2",
+        "--students", "scripted:text=\\boxed{1},scripted:text=\\boxed{2}",
+        "--teachers", "scripted:text=<feedback>Look again.</feedback>", "--no-progress",
+    ]  # fmt: skip
+    assert main([*grid, "--out", str(tmp_path / "local")]) == 0
+    # four runs at once, each over two Ray tasks: the first to end must not close Ray
+    ray_grid = [*grid, "--pairs", "4", "--ray", "--workers", "2", "--out", str(tmp_path / "ray")]
+    assert main(ray_grid) == 0
+    runs = sorted(p.name for p in (tmp_path / "local").iterdir())
+    assert runs == sorted(p.name for p in (tmp_path / "ray").iterdir()) and len(runs) == 4
+    for name in runs:
+        local, ray = (
+            {r["metadata"]["run_key"]: comparable(r) for r in load_run(tmp_path / kind / name)}
+            for kind in ("local", "ray")
+        )
+        assert local == ray
