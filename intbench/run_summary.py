@@ -88,6 +88,7 @@ class RunSummary:
         from intbench import __version__
 
         self.config = dict(config)
+        self.processes = 1  # processes (workers, Ray tasks, accelerate ranks) that played it
         self.backends = {role: b for role, b in backends.items() if b is not None}
         self.prices = dict(prices or {})
         self.version = __version__
@@ -163,6 +164,7 @@ class RunSummary:
             "seconds": {name: round(value, 3) for name, value in phases.items()}
             | {"total": round(sum(phases.values()), 3)},
             "usage": usage,
+            "processes": self.processes,
             "cost_usd": round(sum(costs), 6) if costs else None,
             "models": {role: self.config.get(role) for role in ROLES if self.config.get(role)},
             "intbench": {"version": self.version, "git_revision": _revision()},

@@ -315,6 +315,7 @@ def _play_in_workers(
         if ray_address is not None and workers == 1:  # one shard per CPU of the cluster
             workers = shards.cpus()
         running = shards.start(config, todo, workers, concurrency, episode_timeout_s)
+        summary.processes = running
         while running:
             item = shards.get(timeout=1.0)
             if item is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -667,3 +668,55 @@ def test_shipped_accelerate_configs_load_with_accelerate(name, kind, zero_stage)
     assert config.distributed_type.name == kind
     assert config.deepspeed_config.get("zero_stage") == zero_stage
     assert f"--config_file intbench/training/accelerate/{name}.yaml" in path.read_text()
+
+
+def test_accelerate_launch_trains_on_two_processes(tiny_model_dir, tmp_path):
+    """`accelerate launch` (two processes) runs `intbench train grpo`: one saved
+    policy, one summary counting both processes' student calls."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent))
+    if accelerate is None:
+        pytest.skip("the accelerate command is not installed beside this Python")
+    config = {
+        "method": "grpo",
+        "env": "IntBench-Math-v0",
+        "env_options": {"student_sampling": {"max_tokens": 8}, "increment": 8},
+        "model": f"hf:{tiny_model_dir}",
+        "student": f"hf:{tiny_model_dir}",
+        "n": 4,
+        "states_per_problem": 1,
+        "output_dir": str(tmp_path / "out"),
+        "trainer": {
+            "max_steps": 2,
+            "per_device_train_batch_size": 2,
+            "num_generations": 2,
+            "max_completion_length": 8,
+            "beta": 0.0,
+            "report_to": [],
+            "use_cpu": True,
+        },
+    }
+    (tmp_path / "grpo.yaml").write_text(yaml.safe_dump(config))
+    # accelerate's multi-process launcher (torchrun); without GPUs the ranks run on the
+    # CPU over gloo, as on a GPU machine they would over NCCL
+    launch = [
+        accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no",
+        "-m", "intbench.cli", "train", "grpo", "--config", str(tmp_path / "grpo.yaml"),
+    ]  # fmt: skip
+    env = {**os.environ, "INTBENCH_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(launch, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count('{"model": ') == 1  # the main process reports
+    assert (tmp_path / "out" / "final" / "config.json").exists()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["finished"] and summary["processes"] == 2
+    # each rank builds the same seeded dataset, so each asks the student for the
+    # 4 problems' baselines: the summary counts both ranks
+    assert summary["usage"]["student"]["requests"] == 8

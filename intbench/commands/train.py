@@ -100,9 +100,29 @@ def _train(args: argparse.Namespace) -> int:
     summary.begin("training")
     final = train(config)
     summary.finished = True
+    if not _gather_usage(summary):
+        return 0  # under accelerate, the main process reports for all
     RunDir(config.output_dir).save_summary(summary.to_dict())
     print(json.dumps({"model": f"hf:{final}"}))
     return 0
+
+
+def _gather_usage(summary: RunSummary) -> bool:
+    """Under a multi-process launch, add the other processes' model usage to the main
+    process's summary; whether this process is the one that reports."""
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    state = PartialState()
+    if state.num_processes == 1:
+        return True
+    usages = gather_object([summary.usage()])  # in process order
+    if not state.is_main_process:
+        return False
+    for usage in usages[1:]:
+        summary.add_usage(usage)
+    summary.processes = state.num_processes
+    return True
 
 
 def _student_backend(config):
