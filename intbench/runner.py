@@ -384,12 +384,12 @@ class _RayShards:
     started here (``address="local"``); records come back through a Ray queue actor.
     Every node needs IntBench installed; model servers are reached by URL as usual.
 
-    Runs in one process (a matrix's pairs) share one Ray connection: the first
-    opens it, the last to finish closes it if this process opened it."""
+    The first run in a process connects (``ray.init``); later runs, such as a
+    matrix's pairs at once, share that connection, which Ray closes when the
+    process exits.  (Closing it after a run while another starts makes Ray end
+    the process.)"""
 
-    _lock = threading.Lock()
-    _users = 0
-    _opened_here = False
+    _connecting = threading.Lock()
 
     def __init__(self, address: str):
         try:
@@ -397,7 +397,7 @@ class _RayShards:
         except ImportError:
             raise RuntimeError("--ray needs Ray: pip install 'intbench[ray]'") from None
         self.ray = ray
-        with _RayShards._lock:
+        with _RayShards._connecting:
             if not ray.is_initialized():
                 ray.init(
                     address=None if address == "local" else address,
@@ -405,8 +405,6 @@ class _RayShards:
                     log_to_driver=False,
                     configure_logging=False,
                 )
-                _RayShards._opened_here = True
-            _RayShards._users += 1
 
     def cpus(self) -> int:
         return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
@@ -452,11 +450,6 @@ class _RayShards:
                 self.ray.cancel(task, force=True)
         if hasattr(self, "results"):
             self.results.shutdown(force=True)
-        with _RayShards._lock:
-            _RayShards._users -= 1
-            if _RayShards._users == 0 and _RayShards._opened_here:
-                self.ray.shutdown()
-                _RayShards._opened_here = False
 
 
 def _worker(config_dict: dict, keys: list[str], concurrency: int, timeout_s, results) -> None:

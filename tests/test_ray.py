@@ -1,4 +1,7 @@
-"""`--ray` (a local Ray instance): the same episodes as one process, one writer, resumable."""
+"""`--ray` (a local Ray instance): the same episodes as one process, one writer, resumable.
+
+Ray runs in subprocesses (the CLI), never in the test process: a Ray instance
+that fails ends its driver, which must not be the test run."""
 
 from __future__ import annotations
 
@@ -21,39 +24,86 @@ pytest.importorskip("ray", reason="the Ray extra is not installed (pip install '
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "intbench.cli", *args]
+
+
+def cli_env(tmp_path: Path, cache: str) -> dict:
+    """The CLI's environment: its own cache, the tests importable, no Ray address."""
+    env = dict(os.environ, INTBENCH_CACHE=str(tmp_path / cache), PYTHONPATH=str(ROOT))
+    env.pop("RAY_ADDRESS", None)  # a local instance, whatever the machine has
+    return env
+
+
+def run_cli(tmp_path: Path, args: list[str], cache: str) -> None:
+    done = subprocess.run(
+        cli(*args),
+        env=cli_env(tmp_path, cache),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        start_new_session=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def by_key(run_dir: Path) -> dict:
+    return {r["metadata"]["run_key"]: comparable(r) for r in load_run(run_dir)}
+
+
 def test_ray_tasks_give_the_episodes_of_one_process(tmp_path, monkeypatch):
     monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the Ray workers import the scripted student
     config = RunConfig(
         env_id="IntBench-Math-v0", teacher="random:0.5", student=SLOW, n=6, repeats=2, seed=3
     )
-    one = run_eval(config, tmp_path / "one", concurrency=2, progress=False)
-    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache-2"))  # baselines generated again
-    ray = run_eval(
-        config, tmp_path / "ray", concurrency=2, progress=False, workers=2, ray_address="local"
+    run_eval(config, tmp_path / "one", concurrency=2, progress=False)
+    run_cli(
+        tmp_path,
+        [
+            "eval",
+            "--env",
+            "IntBench-Math-v0",
+            "--teacher",
+            "random:0.5",
+            "--student",
+            SLOW,
+            "-n",
+            "6",
+            "--repeats",
+            "2",
+            "--seed",
+            "3",
+            "--concurrency",
+            "2",
+            "--workers",
+            "2",
+            "--ray",
+            "--out",
+            str(tmp_path / "ray"),
+            "--no-progress",
+        ],  # fmt: skip
+        cache="cache-2",  # baselines generated again, in the Ray tasks
     )
-    assert ray.ran == 12
-    by_key = {r["metadata"]["run_key"]: comparable(r) for r in one.episodes}
-    assert {r["metadata"]["run_key"]: comparable(r) for r in ray.episodes} == by_key
+    assert by_key(tmp_path / "ray") == by_key(tmp_path / "one")
     assert len((tmp_path / "ray" / "episodes.jsonl").read_text().splitlines()) == 12
     summary = json.loads((tmp_path / "ray" / "summary.json").read_text())
     single = json.loads((tmp_path / "one" / "summary.json").read_text())
     # usage counted in the Ray tasks, the same calls as in one process
     assert summary["usage"]["student"]["requests"] == single["usage"]["student"]["requests"]
+    assert summary["processes"] == 2
 
 
 def test_a_killed_ray_run_resumes_without_duplicates(tmp_path):
-    env = dict(os.environ, INTBENCH_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
-    env.pop("RAY_ADDRESS", None)
     out = tmp_path / "run"
-    command = [
-        sys.executable, "-m", "intbench.cli", "eval", "--env", "IntBench-Math-v0",
-        "--teacher", "at:0.5", "--student", SLOW, "-n", "12", "--repeats", "2",
-        "--concurrency", "2", "--workers", "2", "--ray", "--out", str(out), "--no-progress",
+    args = [
+        "eval", "--env", "IntBench-Math-v0", "--teacher", "at:0.5", "--student", SLOW,
+        "-n", "12", "--repeats", "2", "--concurrency", "2", "--workers", "2", "--ray",
+        "--out", str(out), "--no-progress",
     ]  # fmt: skip
     proc = subprocess.Popen(
-        command,
-        env=env,
+        cli(*args),
+        env=cli_env(tmp_path, "cache"),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -67,13 +117,14 @@ def test_a_killed_ray_run_resumes_without_duplicates(tmp_path):
         time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)  # the driver only: its Ray instance is left to itself
     proc.wait(timeout=30)
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    try:
+        run_cli(tmp_path, args, cache="cache")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what the killed run's Ray instance left
     keys = [json.loads(line)["metadata"]["run_key"] for line in episodes.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 24
     assert len(load_run(out)) == 24
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # what the killed run's Ray instance left
 
 
 def test_ray_without_the_extra_is_a_one_line_error(tmp_path, monkeypatch):
@@ -91,7 +142,6 @@ def test_matrix_pairs_share_one_ray_instance(tmp_path, monkeypatch):
     from intbench.cli import main
 
     monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
     grid = [
         "matrix", "--env", "IntBench-Math-Feedback-v0", "-n", "3", "--k-max", "2",
         "--students", "scripted:text=\\boxed{1},scripted:text=\\boxed{2}",
@@ -100,12 +150,8 @@ def test_matrix_pairs_share_one_ray_instance(tmp_path, monkeypatch):
     assert main([*grid, "--out", str(tmp_path / "local")]) == 0
     # four runs at once, each over two Ray tasks: the first to end must not close Ray
     ray_grid = [*grid, "--pairs", "4", "--ray", "--workers", "2", "--out", str(tmp_path / "ray")]
-    assert main(ray_grid) == 0
+    run_cli(tmp_path, ray_grid, cache="cache-ray")
     runs = sorted(p.name for p in (tmp_path / "local").iterdir())
     assert runs == sorted(p.name for p in (tmp_path / "ray").iterdir()) and len(runs) == 4
     for name in runs:
-        local, ray = (
-            {r["metadata"]["run_key"]: comparable(r) for r in load_run(tmp_path / kind / name)}
-            for kind in ("local", "ray")
-        )
-        assert local == ray
+        assert by_key(tmp_path / "ray" / name) == by_key(tmp_path / "local" / name)
