@@ -379,6 +379,28 @@ class _ProcessShards:
             process.join(5)
 
 
+_RAY_CONNECTING = threading.Lock()
+
+
+def connect_ray(address: str):
+    """Connect this process to Ray (``"local"``: a local instance), once; the ``ray``
+    module.  Call it from the main thread before starting threads that run with
+    ``ray_address`` (as ``intbench matrix`` does), so Ray can set its signal handlers."""
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("--ray needs Ray: pip install 'intbench[ray]'") from None
+    with _RAY_CONNECTING:
+        if not ray.is_initialized():
+            ray.init(
+                address=None if address == "local" else address,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+    return ray
+
+
 class _RayShards:
     """Shards as Ray tasks, on the cluster at ``address`` or on a local Ray instance
     started here (``address="local"``); records come back through a Ray queue actor.
@@ -389,22 +411,8 @@ class _RayShards:
     process exits.  (Closing it after a run while another starts makes Ray end
     the process.)"""
 
-    _connecting = threading.Lock()
-
     def __init__(self, address: str):
-        try:
-            import ray
-        except ImportError:
-            raise RuntimeError("--ray needs Ray: pip install 'intbench[ray]'") from None
-        self.ray = ray
-        with _RayShards._connecting:
-            if not ray.is_initialized():
-                ray.init(
-                    address=None if address == "local" else address,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    configure_logging=False,
-                )
+        self.ray = connect_ray(address)
 
     def cpus(self) -> int:
         return max(1, int(self.ray.cluster_resources().get("CPU", 1)))

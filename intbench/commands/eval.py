@@ -18,6 +18,7 @@ from intbench.runner import (
     ReplayError,
     RunConfig,
     RunLockedError,
+    connect_ray,
     run_eval,
 )
 from intbench.tracking import TRACKERS, EpisodeTracking, TrackerError, check_tracker, make_tracker
@@ -303,6 +304,8 @@ def _matrix(args) -> int:
                 _config(args, teacher, student, {**base, "mode": "teacher"}),
                 args.out / f"{_slug(student)}__{_slug(teacher)}",
             )
+    if args.ray is not None:
+        connect_ray(args.ray)  # here, in the main thread, before the pairs' threads
     runs = _run_pairs(jobs, args)
     if any(v is None for v in runs.values()):
         return 2
