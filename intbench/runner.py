@@ -392,6 +392,7 @@ def connect_ray(address: str):
         raise RuntimeError("--ray needs Ray: pip install 'intbench[ray]'") from None
     with _RAY_CONNECTING:
         if not ray.is_initialized():
+            _check_reachable(address)
             ray.init(
                 address=None if address == "local" else address,
                 include_dashboard=False,
@@ -401,15 +402,31 @@ def connect_ray(address: str):
     return ray
 
 
+def _check_reachable(address: str) -> None:
+    """Fail fast on a ``host:port`` (or ``ray://host:port``) nobody listens on: Ray
+    itself would retry for minutes."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "local", "auto": Ray finds the instance itself
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise RuntimeError(
+            f"cannot reach a Ray cluster at {address} ({exc.strerror or exc}); give --ray the "
+            "head's address (host:6379, ray://host:10001) or 'auto' for one started with "
+            "`ray start` on this machine, or no address for a local instance"
+        ) from None
+
+
 class _RayShards:
     """Shards as Ray tasks, on the cluster at ``address`` or on a local Ray instance
     started here (``address="local"``); records come back through a Ray queue actor.
     Every node needs IntBench installed; model servers are reached by URL as usual.
-
-    The first run in a process connects (``ray.init``); later runs, such as a
-    matrix's pairs at once, share that connection, which Ray closes when the
-    process exits.  (Closing it after a run while another starts makes Ray end
-    the process.)"""
+    Runs in one process share one connection (:func:`connect_ray`), which Ray
+    closes at exit: closing it after a run while another starts makes Ray end
+    the process."""
 
     def __init__(self, address: str):
         self.ray = connect_ray(address)
@@ -442,11 +459,10 @@ class _RayShards:
             try:
                 self.ray.get(task)
             except Exception as exc:  # a task's error, or a lost node
-                first_line = (
-                    str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-                )
+                lines = str(exc).strip().splitlines()
+                reason = lines[-1] if lines else type(exc).__name__  # the error, not the trace
                 raise RuntimeError(
-                    f"a Ray task failed ({first_line}); finished episodes are saved, "
+                    f"a Ray task failed ({reason}); finished episodes are saved, "
                     "re-run the command to resume"
                 ) from None
 

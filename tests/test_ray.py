@@ -138,6 +138,21 @@ def test_ray_without_the_extra_is_a_one_line_error(tmp_path, monkeypatch):
     assert not (tmp_path / "run" / "config.json").exists()
 
 
+def test_an_unreachable_ray_address_is_a_one_line_error(tmp_path):
+    args = [
+        "eval", "--env", "IntBench-Math-v0", "--teacher", "never", "--student",
+        "scripted:text=\\boxed{1}", "-n", "2", "--workers", "2", "--ray", "127.0.0.1:9",
+        "--out", str(tmp_path / "run"), "--no-progress",
+    ]  # fmt: skip
+    done = subprocess.run(
+        cli(*args), env=cli_env(tmp_path, "cache"), cwd=ROOT, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "cannot reach a Ray cluster at 127.0.0.1:9" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.slow  # eight Ray workers at once: on a loaded 2-core machine Ray's own health checks can fail
 def test_matrix_pairs_share_one_ray_instance(tmp_path, monkeypatch):
     from intbench.cli import main

@@ -40,7 +40,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from intbench.agents.base import ChatBackend, Conversation, SamplingParams
-from intbench.agents.kv_batch import MergedCache, can_merge
+from intbench.agents.kv_batch import MergedCache, can_merge, input_device
 
 logger = logging.getLogger(__name__)
 
@@ -160,11 +160,6 @@ def _prompt_ids(
     text = render(messages) if render is not None else _chat_text(tokenizer, messages)
     # The template already holds the special tokens (BOS, turn markers).
     return tokenizer(text + decision_prefix, add_special_tokens=False)["input_ids"]
-
-
-def _input_device(model: Any) -> Any:
-    # The embedding layer's device also holds under an accelerate device_map.
-    return model.get_input_embeddings().weight.device
 
 
 def _single_token(tokenizer: Any, text: str) -> int:
@@ -400,7 +395,7 @@ class NaiveDecider:
 
         start = time.perf_counter()
         ids = _prompt_ids(self.tokenizer, messages, self.decision_prefix, self.render)
-        input_ids = torch.tensor([ids], dtype=torch.long, device=_input_device(self.model))
+        input_ids = torch.tensor([ids], dtype=torch.long, device=input_device(self.model))
         with torch.no_grad():
             output = self.model.generate(
                 input_ids=input_ids,

@@ -18,6 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def input_device(model: Any) -> Any:
+    # The embedding layer's device also holds under an accelerate device_map.
+    return model.get_input_embeddings().weight.device
+
+
 def can_merge(cache: Any) -> bool:
     """Whether ``cache`` is a full-attention ``DynamicCache`` (no sliding or linear layers)."""
     from transformers.cache_utils import DynamicLayer
@@ -34,7 +39,7 @@ class MergedCache:
         from transformers import DynamicCache
 
         self.model, self.cache_kw = model, cache_kw
-        self.device = model.get_input_embeddings().weight.device
+        self.device = input_device(model)
         self.next_position = list(lengths)
         width = max(lengths)
         self.mask = torch.tensor(
