@@ -14,6 +14,7 @@ contract: ``Episode.schema_version`` is bumped whenever a field changes meaning.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import uuid
 from collections.abc import Iterable
@@ -127,7 +128,7 @@ class Verdict:
         return cls(status="error", score=0.0, feedback=feedback, details=details)
 
     def to_dict(self) -> dict:
-        data = dataclasses.asdict(self)
+        data = _record_dict(self)
         data["correct"] = self.correct
         return data
 
@@ -138,20 +139,30 @@ class Verdict:
         return _from_known_fields(cls, data)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
     """A JSON-ready copy of ``value``: nested records become their dicts."""
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+    if isinstance(value, _SCALARS):  # most values: tested first, as the walk runs per step
+        return value
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
     return value
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def _record_dict(record: Any) -> dict:
     """``dataclasses.asdict`` that lets nested records write their own dicts."""
-    return {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    return {name: _plain(getattr(record, name)) for name in _field_names(type(record))}
 
 
 _R = TypeVar("_R", bound="_Record")

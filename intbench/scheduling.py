@@ -25,10 +25,11 @@ episode.
 from __future__ import annotations
 
 import dataclasses
+import queue
 import time
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +93,9 @@ class Scheduler:
         self._local_pool = ThreadPoolExecutor(1, thread_name_prefix="intbench-local")
         self._local_busy: Future | None = None
         self._teacher_busy: Future | None = None
+        # Finished futures arrive here, so the loop takes each answer in O(1)
+        # instead of polling every request in flight.
+        self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()
 
     def close(self) -> None:
         for pool in (self._verify_pool, self._remote_pool, self._local_pool):
@@ -137,10 +141,10 @@ class Scheduler:
             self._dispatch(ready, running, in_flight, hold_local=starting)
             if in_flight:
                 # Slots still to fill: only a glance at what is done, then start more.
-                timeout = 0 if starting else WAIT_S
-                done, _ = wait(list(in_flight), timeout=timeout, return_when=FIRST_COMPLETED)
-                for future in done:
-                    owners = in_flight.pop(future)
+                for future in self._finished(timeout=0 if starting else WAIT_S):
+                    owners = in_flight.pop(future, None)
+                    if owners is None:  # a previous run's request
+                        continue
                     answers = future.result()
                     for (slot, serial), answer in zip(owners, answers, strict=True):
                         state = running.get(slot)
@@ -153,6 +157,23 @@ class Scheduler:
                     ready.pop(slot, None)
                     if on_overdue is not None:
                         on_overdue(slot)
+
+    def _finished(self, timeout: float) -> list[Future]:
+        """The futures done by now, waiting up to ``timeout`` seconds for the first."""
+        try:
+            first = self._done.get(timeout=timeout) if timeout > 0 else self._done.get_nowait()
+        except queue.Empty:
+            return []
+        finished = [first]
+        while True:
+            try:
+                finished.append(self._done.get_nowait())
+            except queue.Empty:
+                return finished
+
+    def _track(self, in_flight: dict, future: Future, owners: list[tuple[int, int]]) -> None:
+        in_flight[future] = owners
+        future.add_done_callback(self._done.put)
 
     # -------------------------------------------------------------- dispatch
     def _dispatch(self, ready: dict, running: dict, in_flight: dict, hold_local: bool) -> None:
@@ -171,7 +192,7 @@ class Scheduler:
         for slot, request in list(ready.items()):
             if isinstance(request, Verify):
                 future = self._verify_pool.submit(self.executor.verify, [request])
-                in_flight[future] = [owner[slot]]
+                self._track(in_flight, future, [owner[slot]])
                 del ready[slot]
             elif isinstance(request, Generate):
                 key = (
@@ -193,7 +214,7 @@ class Scheduler:
                 self.on_batch(role, len(batch))
             pool = self._remote_pool if remote else self._local_pool
             future = pool.submit(self.executor.generate, batch)
-            in_flight[future] = [owner[slot] for slot in slots]
+            self._track(in_flight, future, [owner[slot] for slot in slots])
             if not remote:
                 self._local_busy = future
         if acts:
@@ -205,7 +226,7 @@ class Scheduler:
             requests = [ready.pop(slot) for slot in slots]
             future: Future = Future()
             future.set_result(self._act(requests))
-            in_flight[future] = [owner[slot] for slot in slots]
+            self._track(in_flight, future, [owner[slot] for slot in slots])
             return
         if self._teacher_busy is not None:
             return
@@ -215,7 +236,7 @@ class Scheduler:
         requests = [ready.pop(slot) for slot in slots]
         pool = self._remote_pool if remote else self._local_pool
         future = pool.submit(self._act, requests)
-        in_flight[future] = [owner[slot] for slot in slots]
+        self._track(in_flight, future, [owner[slot] for slot in slots])
         self._teacher_busy = future
         if not remote:
             self._local_busy = future

@@ -89,7 +89,7 @@ def test_spec_options_and_api_key_from_environment(monkeypatch, fake_openai_serv
     backend = load_backend(f"openai:m@{fake_openai_server.base_url}?concurrency=3&max_retries=1")
     try:
         assert (backend.concurrency, backend.max_retries) == (3, 1)
-        assert backend._client.api_key == "sk-from-env"
+        assert backend._headers["Authorization"] == "Bearer sk-from-env"
     finally:
         backend.close()
 

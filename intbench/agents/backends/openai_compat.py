@@ -1,8 +1,8 @@
 """Backend for any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, APIs).
 
 A batch becomes many requests in flight at once (at most ``concurrency``),
-sent by an ``AsyncOpenAI`` client that lives on a private event-loop thread,
-so callers stay synchronous and the connection pool survives between batches.
+sent by an aiohttp session that lives on a private event-loop thread, so
+callers stay synchronous and the connection pool survives between batches.
 
 Failures: 429, 408, 409, 5xx, timeouts, connection errors and malformed
 replies (a body that is not a chat completion: bad JSON, an HTML page,
@@ -31,7 +31,7 @@ import re
 import threading
 from typing import Any
 
-import openai
+import aiohttp
 
 from intbench.agents.backends.base import BackendError, BaseBackend
 from intbench.agents.base import Completion, Conversation, SamplingParams
@@ -137,14 +137,13 @@ class OpenAIBackend(BaseBackend):
             target=self._loop.run_forever, name="intbench-openai-loop", daemon=True
         )
         self._thread.start()
-        # Retries are ours (to count them, honour our deadline and jitter), so the
-        # client's own are off; its timeout is a backstop above ours.
-        self._client = openai.AsyncOpenAI(
-            api_key=_api_key(api_key),
-            base_url=self.base_url,
-            max_retries=0,
-            timeout=self.timeout + 5.0,
-        )
+        self._url = self.base_url.rstrip("/") + "/chat/completions"
+        self._headers = {
+            "Authorization": f"Bearer {_api_key(api_key)}",
+            "Content-Type": "application/json",
+        }
+        self._session: aiohttp.ClientSession | None = None  # made on the loop, at first use
+        self._closed = False
         # One bound on requests in flight for the backend, shared by every batch,
         # so batches from several threads run together within the limit.
         self._in_flight = asyncio.Semaphore(concurrency)
@@ -159,7 +158,7 @@ class OpenAIBackend(BaseBackend):
     def _generate(
         self, batch: list[Conversation], params: SamplingParams
     ) -> tuple[list[Completion], int]:
-        if self._client is None:
+        if self._closed:
             raise BackendError(f"{self.spec}: backend is closed")
         budget = self.batch_deadline(len(batch))
         future = asyncio.run_coroutine_threadsafe(
@@ -230,7 +229,7 @@ class OpenAIBackend(BaseBackend):
         return delay
 
     async def _request(self, conversation: Conversation, params: SamplingParams) -> Completion:
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": conversation,
             "max_tokens": params.max_tokens,
@@ -238,31 +237,43 @@ class OpenAIBackend(BaseBackend):
             "top_p": params.top_p,
         }
         if params.stop:
-            kwargs["stop"] = params.stop
+            body["stop"] = params.stop
         if params.seed is not None:
-            kwargs["seed"] = params.seed
+            body["seed"] = params.seed
         if params.logprobs:
-            kwargs["logprobs"] = True
+            body["logprobs"] = True
         if self.extra_body:
-            kwargs["extra_body"] = self.extra_body
+            body.update(self.extra_body)
         try:
-            raw = await asyncio.wait_for(
-                self._client.chat.completions.with_raw_response.create(**kwargs), self.timeout
-            )
+            async with self._client().post(
+                self._url, data=json.dumps(body), headers=self._headers
+            ) as response:
+                text = await response.text(errors="replace")
+                status, headers = response.status, response.headers
         except asyncio.TimeoutError:
             raise RequestFailure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
-        except openai.APITimeoutError:
-            raise RequestFailure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
-        except openai.APIConnectionError as exc:
+        except aiohttp.ClientError as exc:
             raise RequestFailure(f"connection error: {exc}", retryable=True) from None
-        except openai.APIStatusError as exc:
-            retryable = exc.status_code in RETRY_STATUSES or exc.status_code >= 500
+        if status >= 400:
             raise RequestFailure(
-                f"HTTP {exc.status_code}: {_short(exc.message)}",
-                retryable=retryable,
-                retry_after=_retry_after(exc.response),
-            ) from None
-        return parse_completion(raw.text, str(raw.url))
+                f"HTTP {status}: {_short(_error_detail(text))}",
+                retryable=status in RETRY_STATUSES or status >= 500,
+                retry_after=_retry_after(headers),
+            )
+        return parse_completion(text, self._url)
+
+    def _client(self) -> aiohttp.ClientSession:
+        # A plain aiohttp session rather than an SDK client: with many requests in
+        # flight the SDK's per-request work cost more CPU than everything else the
+        # runner does (benchmarks/runner_throughput.py). Our bound on requests in
+        # flight is the semaphore, so the pool only keeps connections alive.
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                connector=aiohttp.TCPConnector(limit=0),
+                trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as other HTTP clients
+            )
+        return self._session
 
     def _error(self, message: str) -> Completion:
         return Completion(
@@ -270,12 +281,17 @@ class OpenAIBackend(BaseBackend):
         )
 
     def close(self) -> None:
-        """Close the HTTP client and stop the event-loop thread (idempotent)."""
-        if self._client is None:
+        """Close the HTTP session and stop the event-loop thread (idempotent)."""
+        if self._closed:
             return
-        client, self._client = self._client, None
+        self._closed = True
+
+        async def close_session() -> None:
+            if self._session is not None:
+                await self._session.close()
+
         try:
-            asyncio.run_coroutine_threadsafe(client.close(), self._loop).result(timeout=10)
+            asyncio.run_coroutine_threadsafe(close_session(), self._loop).result(timeout=10)
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
@@ -283,7 +299,7 @@ class OpenAIBackend(BaseBackend):
 
     def __del__(self) -> None:
         # Best effort for backends that were never closed explicitly.
-        if getattr(self, "_client", None) is not None and self._thread.is_alive():
+        if not getattr(self, "_closed", True) and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
 
 
@@ -357,8 +373,17 @@ def _logprobs(logprobs: Any) -> list[float] | None:
     return [float(token["logprob"]) for token in content]
 
 
-def _retry_after(response: Any) -> float | None:
-    value = response.headers.get("retry-after") if response is not None else None
+def _error_detail(body: str) -> str:
+    """The ``error.message`` of an error reply, else its body."""
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return body
+    return message if isinstance(message, str) else body
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = headers.get("retry-after")
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
