@@ -6,8 +6,10 @@ some baselines are right and some wrong.  This script asks the embedded model
 each problem once with the env's own student prompt (the paper's template, the
 domain's answer format) at the main job's budget, grades every answer with the
 trusted verifier, and writes the accuracy per problem set and decoding, with a
-few of the replies.  Sets: the offline math problems the main job uses, and
-single-digit additions (the easiest math a set could hold).
+few of the replies.  Sets: the offline math problems (``IntBench-Math-v0``),
+and the ``arithmetic`` domain's sums and differences (the main job's
+``IntBench-Arithmetic-v0``) asked twice: in the math domain's prompt, and in
+their own, which shows one solved example first.
 
     python benchmarks/embedded_student_accuracy.py [--n 24] [--max-tokens 192]
 """
@@ -15,9 +17,9 @@ single-digit additions (the easiest math a set could hold).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
-import random
 import sys
 import time
 from pathlib import Path
@@ -26,25 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from intbench.agents.backends.base import SamplingParams  # noqa: E402
 from intbench.agents.backends.loading import load_backend  # noqa: E402
+from intbench.envs.domains import load_problems  # noqa: E402
 from intbench.envs.domains.generators import generate_math  # noqa: E402
 from intbench.envs.domains.prompting import render_messages  # noqa: E402
 from intbench.records import Problem  # noqa: E402
 from intbench.verifiers import verify  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "embedded_student_accuracy.md"
-
-
-def additions(n: int, seed: int = 0) -> list[Problem]:
-    rng = random.Random(seed)
-    problems = []
-    for i in range(n):
-        a, b = rng.randint(1, 5), rng.randint(1, 5)
-        problems.append(
-            Problem(
-                id=f"add/{i}", domain="math", question=f"What is ${a} + {b}$?", answer=str(a + b)
-            )
-        )
-    return problems
 
 
 def measure(backend, problems: list[Problem], params: SamplingParams) -> tuple[int, int, list[str]]:
@@ -64,9 +54,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     backend = load_backend("smollm2")
+    arithmetic = load_problems("arithmetic", n=args.n, seed=0)
     sets = {
-        "offline math (the main job's problems)": generate_math(args.n, seed=0, split="test"),
-        "single-digit additions": additions(args.n),
+        "offline math": generate_math(args.n, seed=0, split="test"),
+        "arithmetic, math prompt": [dataclasses.replace(p, domain="math") for p in arithmetic],
+        "arithmetic, own prompt with its solved example (the main job)": arithmetic,
     }
     decodings = {
         "T=0.7, top-p 0.95 (the papers' student)": dict(temperature=0.7, top_p=0.95, seed=0),

@@ -33,6 +33,7 @@ CODE_TIMEOUT_S = 20.0
 TIMEOUT_S = {
     "math": DEFAULT_TIMEOUT_S,
     "omni_math": DEFAULT_TIMEOUT_S,
+    "arithmetic": DEFAULT_TIMEOUT_S,
     "codeforces": CODE_TIMEOUT_S,
     "debug": CODE_TIMEOUT_S,
     "linguini": 0.0,

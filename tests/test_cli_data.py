@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from intbench.cli import main
+from intbench.envs.domains import get_domain
 from intbench.records import DOMAINS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hub"
@@ -20,7 +21,9 @@ def test_data_list_shows_every_domain_and_source(capsys):
     lines = out.splitlines()
     for name in DOMAINS:
         assert any(line.startswith(f"{name} ") and " offline " in line for line in lines)
-        assert any(line.startswith(f"{name} ") and "needs network" in line for line in lines)
+        assert any(line.startswith(f"{name} ") and "needs network" in line for line in lines) == (
+            bool(get_domain(name).hub)
+        )
     arc_offline = [
         line.split() for line in lines if line.startswith("arc ") and " offline " in line
     ]

@@ -13,6 +13,7 @@ from intbench.envs.domains.prompting import (
     TEMPLATE_NAMES,
     PromptTemplateError,
     answer_format,
+    example_turns,
     render,
     render_messages,
     render_system,
@@ -95,6 +96,13 @@ def _problems() -> dict[str, Problem]:
             answer=SECRET_ANSWER,
             solution=SECRET_SOLUTION,
             fields={"aliases": ["a keyboard"]},
+        ),
+        "arithmetic": Problem(
+            id="arithmetic/test/0/0",
+            domain="arithmetic",
+            question="What is $17 - 9$?",
+            answer=SECRET_ANSWER,
+            solution=SECRET_SOLUTION,
         ),
     }
 
@@ -220,7 +228,8 @@ def _categorize_context(problem: Problem) -> dict:
 def test_every_template_renders_for_every_domain(domain, name):
     messages = render_messages(domain, name, **template_vars(name, PROBLEMS[domain]))
     assert messages[-1]["role"] == "user"
-    assert [m["role"] for m in messages[:-1]] in ([], ["system"])
+    example = ["user", "assistant"] if example_turns(domain, name) else []  # a demo domain's
+    assert [m["role"] for m in messages[:-1]] in (example, ["system", *example])
     for message in messages:
         assert message["content"].strip() == message["content"]
         assert message["content"], f"{domain}/{name} rendered an empty {message['role']} message"
@@ -257,6 +266,7 @@ DOMAIN_FORMAT = {
     "linguini": '"Answer: your answer"',
     "arc": '<answer>...</answer> block containing only JSON of the form {"outputs": [grid, ...]}',
     "brainteaser": '"Answer: your answer"',
+    "arithmetic": "\\boxed{",
 }
 POST_INTERVENTION = ("student_continue", "student_stop_answer")
 ANSWERING_TEMPLATES = (

@@ -82,9 +82,12 @@ PROBLEMS = {
         answer="a piano",
         fields={"aliases": ["keyboard"]},
     ),
+    "arithmetic": Problem(
+        id="p/arith", domain="arithmetic", question="What is $9 - 4$?", answer="5"
+    ),
 }
 
-SUBPROCESS_DOMAINS = {"math", "omni_math", "codeforces", "debug"}
+SUBPROCESS_DOMAINS = {"math", "omni_math", "arithmetic", "codeforces", "debug"}
 
 # Pieces that steer random text into the parsers' interesting branches.
 FRAGMENTS = [

@@ -430,13 +430,13 @@ def continuation_messages(problem: Problem, prefix: str, message: str, post: str
     revealed before the intervention) and user 2 (the teacher's message in
     ``<update>`` tags, then "continue" or, for ``post="stop"``, "answer now").
     """
-    system, update = render_messages(
+    system, *example, update = render_messages(
         problem.domain, POST_TEMPLATES[post], problem=problem, message=message
     )
     question = render_messages(problem.domain, "student_baseline", problem=problem)[-1]
     # A trace in the F.1 format already starts with its "Reasoning:" label.
     label = "" if prefix.lstrip().startswith("Reasoning:") else "Reasoning: "
-    return [system, question, {"role": "assistant", "content": label + prefix}, update]
+    return [system, *example, question, {"role": "assistant", "content": label + prefix}, update]
 
 
 def _split_on_marker(messages: list[dict]) -> list[tuple[str, list[str]]]:

@@ -28,6 +28,7 @@ from typing import Any
 import jinja2
 
 from intbench.envs.domains import registry
+from intbench.records import Problem
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 """Where the template files live."""
@@ -203,12 +204,39 @@ def render_system(domain: str, name: str, **variables: Any) -> str | None:
     return _render_file(domain, filename, variables)
 
 
+# Student prompts that show a domain's solved example first, each with the
+# prompt the example's question is asked in (the protocol's first attempt).
+EXAMPLE_PROMPTS = {
+    "student_baseline": "student_baseline",
+    "student_continue": "student_baseline",
+    "student_stop_answer": "student_baseline",
+    "feedback_student": "feedback_student",
+    "feedback_student_retry": "feedback_student",
+}
+
+
 def render_messages(domain: str, name: str, **variables: Any) -> list[dict[str, str]]:
-    """Render ``name`` as chat messages: an optional system message, then the user message."""
+    """Render ``name`` as chat messages: an optional system message, the domain's solved
+    example for a student prompt (:attr:`Domain.student_example`), then the user message."""
     system = render_system(domain, name, **variables)
     messages = [] if system is None else [{"role": "system", "content": system}]
+    messages.extend(example_turns(domain, name))
     messages.append({"role": "user", "content": render(domain, name, **variables)})
     return messages
+
+
+def example_turns(domain: str, name: str) -> list[dict[str, str]]:
+    """The user and assistant turns of ``domain``'s solved example in prompt ``name``
+    (none for a domain without one, or a prompt that is not a student's attempt)."""
+    example = registry.get_domain(domain).student_example
+    if example is None or name not in EXAMPLE_PROMPTS:
+        return []
+    question, response = example
+    problem = Problem(id=f"{domain}/example", domain=domain, question=question, answer="")
+    return [
+        {"role": "user", "content": render(domain, EXAMPLE_PROMPTS[name], problem=problem)},
+        {"role": "assistant", "content": response},
+    ]
 
 
 def answer_format(domain: str, **variables: Any) -> str:
@@ -228,6 +256,7 @@ __all__ = [
     "TEMPLATE_NAMES",
     "PromptTemplateError",
     "answer_format",
+    "example_turns",
     "get_environment",
     "render",
     "render_messages",

@@ -149,6 +149,11 @@ class Domain:
             against a dataset card.
         offline_needs_build: returns True while the first offline load still has
             to build (and cache) its data, which takes a while.
+        student_example: ``(question, response)`` of one solved problem that every
+            monitor and feedback student conversation shows first, as an earlier
+            user and assistant turn; for domains meant for small models, which
+            follow an answer format from an example but not from instructions
+            (``None``: the papers' prompts, no example).
     """
 
     name: str
@@ -172,6 +177,7 @@ class Domain:
     offline_needs_build: Callable[[], bool] | None = None
     default_split: str | None = None
     max_output_tokens: int = 8192
+    student_example: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
