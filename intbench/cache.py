@@ -33,7 +33,7 @@ def atomic_write_json(path: Path, data: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, ensure_ascii=False)
+            handle.write(json.dumps(data, ensure_ascii=False))  # one write, not one per token
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -38,6 +38,10 @@ from intbench.envs.flows import Generate, RequestExecutor, Verify
 VERIFY_THREADS = 8
 STARTS_PER_ROUND = 8  # programs started before the ready requests go out, so setup stays short
 WAIT_S = 0.5  # longest sleep between checks of the episode wall-clock limit
+# While slots are still being filled, the loop pauses this long between rounds of
+# starts: the threads sending the first requests get the interpreter meanwhile, so
+# the first request does not wait until every slot has its env.
+START_PAUSE_S = 0.001
 
 
 @dataclass
@@ -140,8 +144,8 @@ class Scheduler:
             starting = not exhausted and len(running) < self.slots
             self._dispatch(ready, running, in_flight, hold_local=starting)
             if in_flight:
-                # Slots still to fill: only a glance at what is done, then start more.
-                for future in self._finished(timeout=0 if starting else WAIT_S):
+                # Slots still to fill: only a short look at what is done, then start more.
+                for future in self._finished(timeout=START_PAUSE_S if starting else WAIT_S):
                     owners = in_flight.pop(future, None)
                     if owners is None:  # a previous run's request
                         continue
