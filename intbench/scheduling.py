@@ -165,7 +165,7 @@ class Scheduler:
     def _finished(self, timeout: float) -> list[Future]:
         """The futures done by now, waiting up to ``timeout`` seconds for the first."""
         try:
-            first = self._done.get(timeout=timeout) if timeout > 0 else self._done.get_nowait()
+            first = self._done.get(timeout=timeout)
         except queue.Empty:
             return []
         finished = [first]

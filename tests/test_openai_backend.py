@@ -302,3 +302,13 @@ def test_a_student_that_only_gets_malformed_replies_fails_the_episode_until_resu
     fake_openai_server.clear()
     second = run_eval(config, tmp_path / "run", progress=False)
     assert second.ran == 2 and not any(e["error"] for e in second.episodes)
+
+
+def test_an_invalid_url_fails_once_with_a_message_naming_it():
+    backend = load_backend("openai:m@http://127.0.0.1:notaport/v1", max_retries=3)
+    try:
+        [out] = backend.generate([ask("hi")], PARAMS)
+    finally:
+        backend.close()
+    assert out.finish_reason == "error" and "after 1 attempt)" in out.error
+    assert "invalid URL 'http://127.0.0.1:notaport/v1/chat/completions'" in out.error

@@ -252,6 +252,10 @@ class OpenAIBackend(BaseBackend):
                 status, headers = response.status, response.headers
         except asyncio.TimeoutError:
             raise RequestFailure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
+        except aiohttp.InvalidURL:  # a typo in the spec: retrying cannot help
+            raise RequestFailure(
+                f"invalid URL {self._url!r}: expected http(s)://host[:port]/v1", retryable=False
+            ) from None
         except aiohttp.ClientError as exc:
             raise RequestFailure(f"connection error: {exc}", retryable=True) from None
         if status >= 400:
