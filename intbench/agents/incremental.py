@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from intbench.agents.base import ChatBackend, Conversation, SamplingParams
+from intbench.agents.base import ChatBackend, Completion, Conversation, SamplingParams
 from intbench.agents.kv_batch import MergedCache, can_merge, input_device
 
 logger = logging.getLogger(__name__)
@@ -60,22 +60,47 @@ def decision_line(text: str) -> bool | None:
     return None if match is None else match.group(1).lower() == "yes"
 
 
-@dataclass
-class DecisionStats:
+@dataclass(kw_only=True)
+class DecisionCost:
+    """Tokens and time spent deciding: one decision's, or a decider's running total.
+
+    ``prompt_tokens`` counts every prompt token the calls needed; ``prefilled_tokens``
+    only those actually computed (the rest came from the cache).
+    """
+
+    prompt_tokens: int = 0
+    prefilled_tokens: int = 0
+    generated_tokens: int = 0
+    seconds: float = 0.0
+
+    def add_cost(self, cost: DecisionCost) -> None:
+        """Add ``cost``'s tokens and seconds to these."""
+        self.prompt_tokens += cost.prompt_tokens
+        self.prefilled_tokens += cost.prefilled_tokens
+        self.generated_tokens += cost.generated_tokens
+        self.seconds += cost.seconds
+
+
+def _request_cost(completion: Completion) -> DecisionCost:
+    """The cost of one server request: servers report no cache hits, so every prompt
+    token counts as prefilled."""
+    return DecisionCost(
+        prompt_tokens=completion.prompt_tokens,
+        prefilled_tokens=completion.prompt_tokens,
+        generated_tokens=completion.completion_tokens,
+    )
+
+
+@dataclass(kw_only=True)
+class DecisionStats(DecisionCost):
     """Running cost counters of a decider.
 
-    ``prompt_tokens`` counts every prompt token a call needed; ``prefilled_tokens``
-    only those actually computed (the rest came from the cache).  Servers do
-    not report their cache hits, so :class:`ServerDecider` records
+    Servers do not report their cache hits, so :class:`ServerDecider` records
     ``shared_prefix_chars``: how much of each prompt repeated the previous one
     byte for byte (what a server's prefix cache can reuse).
     """
 
     calls: int = 0
-    prompt_tokens: int = 0
-    prefilled_tokens: int = 0
-    generated_tokens: int = 0
-    seconds: float = 0.0
     prompt_chars: int = 0
     shared_prefix_chars: int = 0
 
@@ -85,15 +110,12 @@ class DecisionStats:
     def count(self, result: DecisionResult) -> None:
         """Add one decision that was computed whole (not one request of several)."""
         self.calls += 1
-        self.prompt_tokens += result.prompt_tokens
-        self.prefilled_tokens += result.prefilled_tokens
-        self.generated_tokens += result.generated_tokens
-        self.seconds += result.seconds
+        self.add_cost(result)
 
 
-@dataclass
-class DecisionResult:
-    """One monitor decision.
+@dataclass(kw_only=True)
+class DecisionResult(DecisionCost):
+    """One monitor decision and its cost (:class:`DecisionCost`).
 
     Attributes:
         intervene: the decision; malformed output always counts as wait.
@@ -115,10 +137,6 @@ class DecisionResult:
     p_intervene: float | None = None
     text: str = ""
     error: str | None = None
-    prompt_tokens: int = 0
-    prefilled_tokens: int = 0
-    generated_tokens: int = 0
-    seconds: float = 0.0
     details: dict = field(default_factory=dict)
 
 
@@ -470,9 +488,7 @@ class ServerDecider:
         )
         completion = self.backend.generate([messages], params)[0]
         self.stats.calls += 1
-        self.stats.prompt_tokens += completion.prompt_tokens
-        self.stats.prefilled_tokens += completion.prompt_tokens
-        self.stats.generated_tokens += completion.completion_tokens
+        self.stats.add_cost(_request_cost(completion))
         return completion
 
     def decide(self, messages: Conversation) -> DecisionResult:
@@ -488,22 +504,16 @@ class ServerDecider:
 
         first = self._call(messages, self.decision_max_tokens, ["\n"])
         result = DecisionResult(
-            intervene=False,
-            text=first.text,
-            prompt_tokens=first.prompt_tokens,
-            prefilled_tokens=first.prompt_tokens,
-            generated_tokens=first.completion_tokens,
-            details={"shared_prefix_chars": shared},
+            intervene=False, text=first.text, details={"shared_prefix_chars": shared}
         )
+        result.add_cost(_request_cost(first))
         match = _DECISION_LINE.match(first.text or "")
         if first.error or not match:
             result.error = first.error or "no 'Intervene: Yes/No' line at the start of the output"
             logger.warning("monitor output treated as wait: %s (%r)", result.error, first.text)
         elif match.group(1).lower() == "yes":
             full = self._call(messages, self.message_max_tokens, None)
-            result.prompt_tokens += full.prompt_tokens
-            result.prefilled_tokens += full.prompt_tokens
-            result.generated_tokens += full.completion_tokens
+            result.add_cost(_request_cost(full))
             result.text = full.text
             if full.error:
                 result.error = full.error
