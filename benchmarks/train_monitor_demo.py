@@ -40,11 +40,11 @@ import json
 import os
 import random
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import demo_training as demo
 import numpy as np
 import torch
 
@@ -57,8 +57,6 @@ from intbench.training import (
     monitor_rewards,
     monitor_states,
 )
-from intbench.training.models import load_policy
-from intbench.training.trainer import trainer_options
 
 ENV = "IntBench-Math-v0"
 GUESS = "Hmm, I am not sure about this, so I will just guess."
@@ -186,24 +184,6 @@ def evaluate(
     }
 
 
-def paired_gain(before: dict, after: dict) -> dict:
-    """Mean reward of ``after`` minus ``before`` on the same held-out problems,
-    with a 95% CI from resampling problems (both policies resampled together)."""
-    episodes = {
-        problem: [{"after": False, "reward": r} for r in rewards]
-        + [{"after": True, "reward": r} for r in after["rewards_by_problem"][problem]]
-        for problem, rewards in before["rewards_by_problem"].items()
-    }
-
-    def gain(eps):
-        return float(
-            np.mean([e["reward"] for e in eps if e["after"]])
-            - np.mean([e["reward"] for e in eps if not e["after"]])
-        )
-
-    return bootstrap(episodes, gain).to_dict()
-
-
 HINTS = (
     "Check your last step again before you give the answer.",
     "Work the sum out digit by digit instead of estimating it.",
@@ -233,18 +213,6 @@ def reference_policies(states, reward: MonitorReward) -> dict:
             lambda eps: float(np.mean(eps)),
         ).to_dict()
     return out
-
-
-def freeze_lower_layers(model, trainable: int) -> int:
-    """Train only the top ``trainable`` decoder layers and the final norm; returns
-    the number of trainable parameters.  Backpropagation then stops at the
-    lowest trainable layer, which is what makes a CPU step affordable."""
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
-    for module in [*model.model.layers[-trainable:], model.model.norm]:
-        for parameter in module.parameters():
-            parameter.requires_grad_(True)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def balanced_order(states, steps: int, prompts_per_step: int, seed: int):
@@ -281,35 +249,6 @@ def format_examples(states, seed: int) -> list[dict]:
     return examples
 
 
-def prime_format(model, tokenizer, states, steps: int, lr: float, out_dir: str, seed: int) -> float:
-    """A few SFT steps on :func:`format_examples`; returns the seconds taken."""
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
-
-    trainer = SFTTrainer(
-        model=model,
-        processing_class=tokenizer,
-        train_dataset=Dataset.from_list(format_examples(states, seed=seed)),
-        args=SFTConfig(
-            output_dir=out_dir,
-            learning_rate=lr,
-            per_device_train_batch_size=8,
-            max_steps=steps,
-            logging_steps=steps,
-            save_strategy="no",
-            report_to=[],
-            **trainer_options({"use_cpu": not torch.cuda.is_available(), "seed": seed}),
-        ),
-    )
-    started = time.perf_counter()
-    trainer.train()
-    return time.perf_counter() - started
-
-
-def _ci(stats: dict) -> str:
-    return f"{stats['value']:+.3f} [{stats['low']:+.3f}, {stats['high']:+.3f}]"
-
-
 def markdown(result: dict) -> str:
     """The results table written next to the JSON file."""
     setting = result["setting"]
@@ -334,8 +273,8 @@ def markdown(result: dict) -> str:
             "format_primed",
         ),
         (
-            f"+ GRPO ({setting['steps']} balanced steps, lr {setting['lr']:g}, "
-            f"KL beta {setting['beta']:g})",
+            f"+ GRPO ({setting['steps']} balanced steps, lr {setting['lr']:g} after "
+            f"{setting.get('warmup_steps', 0)} warmup steps, KL beta {setting['beta']:g})",
             "grpo",
         ),
     ):
@@ -343,8 +282,8 @@ def markdown(result: dict) -> str:
         if row is None:  # --skip-untrained
             continue
         lines.append(
-            f"| {label} | {_ci(row['reward'])} | {_ci(row['intervene_rate_when_guessing'])} "
-            f"| {_ci(row['intervene_rate_when_sure'])} | {row['unparsable']:.2f} |"
+            f"| {label} | {demo.ci_text(row['reward'])} | {demo.ci_text(row['intervene_rate_when_guessing'])} "
+            f"| {demo.ci_text(row['intervene_rate_when_sure'])} | {row['unparsable']:.2f} |"
         )
     names = {
         "never": "never intervene",
@@ -352,16 +291,16 @@ def markdown(result: dict) -> str:
         "when_guessing": "intervene exactly when guessing (best)",
     }
     for key, stats in result["reference_policies"].items():
-        lines.append(f"| reference: {names[key]} | {_ci(stats)} | | | |")
+        lines.append(f"| reference: {names[key]} | {demo.ci_text(stats)} | | | |")
     seconds = result["seconds"]
     lines += [
         "",
         "Gain in mean reward, paired on the held-out problems (95% CI): GRPO over the "
-        f"format-primed model {_ci(result['gain_of_grpo_over_format_primed'])}"
+        f"format-primed model {demo.ci_text(result['gain_of_grpo_over_format_primed'])}"
         + (
             ""
             if result["gain_of_grpo_over_untrained"] is None
-            else f"; over the untrained model {_ci(result['gain_of_grpo_over_untrained'])}"
+            else f"; over the untrained model {demo.ci_text(result['gain_of_grpo_over_untrained'])}"
         )
         + ".",
         "",
@@ -386,32 +325,23 @@ def markdown(result: dict) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train-problems", type=int, default=64)
-    parser.add_argument("--eval-problems", type=int, default=40)
-    parser.add_argument("--train-layers", type=int, default=8)
-    parser.add_argument("--prime-steps", type=int, default=40)
-    parser.add_argument("--prime-lr", type=float, default=2e-4)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--generations", type=int, default=4, help="GRPO group size")
-    parser.add_argument("--batch", type=int, default=16, help="completions per GRPO step")
-    parser.add_argument("--samples", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=5e-5, help="constant learning rate")
-    parser.add_argument(
-        "--beta", type=float, default=0.2, help="KL penalty to the format-primed model"
+    # the defaults of the first recorded run (results/train_monitor_demo.md)
+    parser = demo.recipe_parser(
+        __doc__.splitlines()[0],
+        prime_steps=40,
+        prime_lr=2e-4,
+        steps=40,
+        generations=4,
+        samples=4,
+        lr=5e-5,
+        warmup_steps=0,
     )
+    parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument(
         "--format-weight", type=float, default=0.2, help="weight of the unparsable-reply penalty"
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seeds the priming, the step order and GRPO"
-    )
-    parser.add_argument(
         "--teacher-prompt", default="append", help="the env's teacher_prompt option"
-    )
-    parser.add_argument(
-        "--loss-type", default="dapo", help="GRPOConfig.loss_type (TRL's default: dapo)"
     )
     parser.add_argument(
         "--skip-untrained",
@@ -429,17 +359,14 @@ def run_demo(args: argparse.Namespace) -> dict:
     started_run = time.perf_counter()
     os.environ.setdefault("INTBENCH_CACHE", tempfile.mkdtemp(prefix="intbench-demo-cache-"))
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     train_kwargs = env_kwargs(problems(args.train_problems, seed=1), args.teacher_prompt)
     eval_kwargs = env_kwargs(problems(args.eval_problems, seed=2), args.teacher_prompt)
     train_states = monitor_states(ENV, train_kwargs, states_per_problem=1, seed=0)
     eval_states = monitor_states(ENV, eval_kwargs, states_per_problem=1, seed=0)
     eval_reward = MonitorReward(ENV, eval_kwargs)
-    model, tokenizer = load_policy("smollm2")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    model.to(device)
-    trainable = freeze_lower_layers(model, args.train_layers)
+    model, tokenizer, trainable = demo.trainable_policy("smollm2", args.train_layers)
 
     def score(label: str) -> dict:
         started = time.perf_counter()
@@ -453,17 +380,10 @@ def run_demo(args: argparse.Namespace) -> dict:
     references = reference_policies(eval_states, eval_reward)
     untrained = None if args.skip_untrained else score("untrained")
     with tempfile.TemporaryDirectory() as out_dir:
-        prime_seconds = prime_format(
-            model, tokenizer, train_states, args.prime_steps, args.prime_lr, out_dir, args.seed
-        )
+        examples = format_examples(train_states, seed=args.seed)
+        prime_seconds = demo.prime_format(model, tokenizer, examples, args, out_dir)
         primed = score("format-primed")
-        # Reload from disk: TRL builds the KL reference from the model's path.
-        primed_dir = os.path.join(out_dir, "format-primed")
-        model.save_pretrained(primed_dir)
-        tokenizer.save_pretrained(primed_dir)
-        model, tokenizer = load_policy(f"hf:{primed_dir}")
-        model.to(device)
-        freeze_lower_layers(model, args.train_layers)
+        model, tokenizer = demo.reload_primed(model, tokenizer, out_dir, args.train_layers)
         prompts_per_step = args.batch // args.generations
         trainer = GRPOTrainer(
             model=model,
@@ -472,81 +392,40 @@ def run_demo(args: argparse.Namespace) -> dict:
             train_dataset=balanced_order(
                 train_states, args.steps, prompts_per_step, seed=args.seed
             ),
-            args=GRPOConfig(
-                output_dir=out_dir,
-                learning_rate=args.lr,
-                lr_scheduler_type="constant",
+            args=demo.grpo_args(
+                args,
+                out_dir,
                 shuffle_dataset=False,  # keep balanced_order's steps
-                per_device_train_batch_size=args.batch,
-                num_generations=args.generations,
                 max_completion_length=args.max_new_tokens,
-                temperature=1.0,
-                beta=args.beta,
-                loss_type=args.loss_type,
                 reward_weights=[1.0, args.format_weight],
-                max_steps=args.steps,
-                logging_steps=1,
-                save_strategy="no",
-                report_to=[],
-                **trainer_options({"use_cpu": not torch.cuda.is_available(), "seed": args.seed}),
             ),
         )
-        started = time.perf_counter()
-        trainer.train()
-        train_seconds = time.perf_counter() - started
-        history = [
-            {
-                k: e[k]
-                for k in (
-                    "step",
-                    "reward",
-                    "reward_std",
-                    "monitor/helpfulness",
-                    "monitor/decided_intervene",
-                    "monitor/unparsable",
-                    "rewards/monitor_format_reward/mean",
-                )
-                if k in e
-            }
-            for e in trainer.state.log_history
-            if "reward" in e
-        ]
+        train_seconds, history = demo.train_logged(
+            trainer,
+            (
+                "monitor/helpfulness",
+                "monitor/decided_intervene",
+                "monitor/unparsable",
+                "rewards/monitor_format_reward/mean",
+            ),
+        )
     trained = score("after GRPO")
-    result = {
-        "setting": {k: v for k, v in vars(args).items() if k not in ("out", "command")},
-        "command": getattr(
-            args, "command", "OMP_NUM_THREADS=2 python benchmarks/train_monitor_demo.py"
-        ),
-        "model": f"smollm2 (SmolLM2-135M-Instruct, fp32, {device}), top layers trained",
-        "trainable_parameters": trainable,
-        "untrained": untrained,
-        "format_primed": primed,
-        "grpo": trained,
-        "reference_policies": references,
-        "gain_of_grpo_over_format_primed": paired_gain(primed, trained),
-        "gain_of_grpo_over_untrained": None
+    return demo.write_result(
+        args,
+        "train_monitor_demo.py",
+        trainable,
+        markdown,
+        primed,
+        trained,
+        untrained=untrained,
+        reference_policies=references,
+        gain_of_grpo_over_untrained=None
         if untrained is None
-        else paired_gain(untrained, trained),
-        "grpo_log": history,
-        "seconds": {
-            "format_priming": round(prime_seconds, 1),
-            "grpo": round(train_seconds, 1),
-            "total": round(time.perf_counter() - started_run, 1),
-        },
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    args.out.with_suffix(".md").write_text(markdown(result))
-    print(json.dumps({k: result[k] for k in ("seconds", "trainable_parameters")}, indent=2))
-    return result
-
-
-def main() -> int:
-    run_demo(parser().parse_args())
-    return 0
+        else demo.paired_gain(untrained, trained),
+        grpo_log=history,
+        seconds=demo.seconds_since(started_run, format_priming=prime_seconds, grpo=train_seconds),
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_demo(parser().parse_args())

@@ -291,7 +291,14 @@ def test_monitor_grpo_defaults_are_the_measured_recipe(tiny_model_dir, tmp_path)
         one_step_monitor_config(tmp_path, f"hf:{tiny_model_dir}", f"hf:{tiny_model_dir}")
     )
     # Keys the config leaves out come from the recipe (it sets its own batch and group size).
-    for key in ("beta", "loss_type", "learning_rate", "reward_weights", "temperature"):
+    for key in (
+        "beta",
+        "loss_type",
+        "learning_rate",
+        "reward_weights",
+        "temperature",
+        "warmup_steps",
+    ):
         assert getattr(trainer.args, key) == MONITOR_GRPO_DEFAULTS[key], key
     assert (trainer.args.num_generations, trainer.args.max_steps) == (2, 1)
     # The shipped monitor config spells the same recipe out.
