@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from intbench.metrics import bootstrap
-from intbench.training.models import load_policy
+from intbench.training import priming
+from intbench.training.models import freeze_lower_layers, load_policy
 from intbench.training.trainer import trainer_options
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -65,18 +66,6 @@ def recipe_parser(description: str, **defaults) -> argparse.ArgumentParser:
     return parser
 
 
-def freeze_lower_layers(model, trainable: int) -> int:
-    """Train only the top ``trainable`` decoder layers and the final norm; returns
-    the number of trainable parameters.  Backpropagation then stops at the
-    lowest trainable layer, which is what makes a CPU step affordable."""
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
-    for module in [*model.model.layers[-trainable:], model.model.norm]:
-        for parameter in module.parameters():
-            parameter.requires_grad_(True)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
 def trainable_policy(spec: str, train_layers: int) -> tuple:
     """``(model, tokenizer, trainable parameters)``: the policy on :data:`DEVICE` with
     only its top ``train_layers`` layers trainable."""
@@ -92,30 +81,17 @@ def _trainer_options(seed: int) -> dict:
 def prime_format(
     model, tokenizer, examples: list[dict], args: argparse.Namespace, out_dir: str
 ) -> float:
-    """``args.prime_steps`` SFT steps at ``args.prime_lr`` on ``examples``
-    (prompt/completion rows that teach the reply format only); returns the seconds
-    taken."""
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
-
-    trainer = SFTTrainer(
-        model=model,
-        processing_class=tokenizer,
-        train_dataset=Dataset.from_list(examples),
-        args=SFTConfig(
-            output_dir=out_dir,
-            learning_rate=args.prime_lr,
-            per_device_train_batch_size=8,
-            max_steps=args.prime_steps,
-            logging_steps=args.prime_steps,
-            save_strategy="no",
-            report_to=[],
-            **_trainer_options(args.seed),
-        ),
+    """``args.prime_steps`` SFT steps at ``args.prime_lr`` on ``examples``; returns
+    the seconds taken."""
+    return priming.prime_format(
+        model,
+        tokenizer,
+        examples,
+        steps=args.prime_steps,
+        learning_rate=args.prime_lr,
+        output_dir=out_dir,
+        **_trainer_options(args.seed),
     )
-    started = time.perf_counter()
-    trainer.train()
-    return time.perf_counter() - started
 
 
 def reload_primed(model, tokenizer, out_dir: str, train_layers: int) -> tuple:

@@ -22,7 +22,7 @@ by ``--format-weight``).  Two GRPO settings keep the overall intervention rate
 from drifting to "always" or "never" before the policy learns to tell the
 traces apart (without them every earlier run collapsed; see the results file):
 each step's prompts are half guessing and half sure traces
-(:func:`balanced_order`), so the pushes on the overall rate cancel, and a KL
+(:func:`~intbench.training.monitor.balanced_states`), so the pushes on the overall rate cancel, and a KL
 penalty (``--beta``) to the format-primed model pulls the rate back.  Only the
 top ``--train-layers`` decoder layers are trained (the rest and the tied
 embeddings are frozen), which keeps a step affordable on a 2-core CPU.  Each
@@ -57,6 +57,8 @@ from intbench.training import (
     monitor_rewards,
     monitor_states,
 )
+from intbench.training.monitor import balanced_states, monitor_reply
+from intbench.training.priming import monitor_format_examples
 
 ENV = "IntBench-Math-v0"
 GUESS = "Hmm, I am not sure about this, so I will just guess."
@@ -191,8 +193,9 @@ HINTS = (
 )
 
 
-YES = f"Intervene: Yes\nTime: the final sum\nIntervention: {HINTS[0]}"
-NO = "Intervene: No\nTime: N/A\nIntervention: N/A"
+TIME = "the final sum"
+YES = monitor_reply(True, HINTS[0], TIME)
+NO = monitor_reply(False)
 
 
 def reference_policies(states, reward: MonitorReward) -> dict:
@@ -213,40 +216,6 @@ def reference_policies(states, reward: MonitorReward) -> dict:
             lambda eps: float(np.mean(eps)),
         ).to_dict()
     return out
-
-
-def balanced_order(states, steps: int, prompts_per_step: int, seed: int):
-    """``states`` reordered so that every GRPO step sees as many guessing traces
-    as sure ones (``prompts_per_step`` must be even), reshuffled each epoch.
-
-    With a handful of prompts per step an unbalanced step pushes the overall
-    intervention rate up or down; balanced steps cancel that push, leaving the
-    difference between the two kinds of trace as what GRPO moves."""
-    rng = random.Random(seed)
-    guessing = [i for i in range(len(states)) if not states[i]["baseline_correct"]]
-    sure = [i for i in range(len(states)) if states[i]["baseline_correct"]]
-    order: list[int] = []
-    while len(order) < steps * prompts_per_step:
-        rng.shuffle(guessing)
-        rng.shuffle(sure)
-        for pair in zip(guessing, sure, strict=False):
-            order += rng.sample(pair, 2)
-    return states.select(order[: steps * prompts_per_step])
-
-
-def format_examples(states, seed: int) -> list[dict]:
-    """Well-formed replies with a coin-flip decision: they teach the format only."""
-    rng = random.Random(seed)
-    examples = []
-    for row in states:
-        if rng.random() < 0.5:
-            reply = f"Intervene: Yes\nTime: the final sum\nIntervention: {rng.choice(HINTS)}"
-        else:
-            reply = NO
-        examples.append(
-            {"prompt": row["prompt"], "completion": [{"role": "assistant", "content": reply}]}
-        )
-    return examples
 
 
 def markdown(result: dict) -> str:
@@ -380,7 +349,7 @@ def run_demo(args: argparse.Namespace) -> dict:
     references = reference_policies(eval_states, eval_reward)
     untrained = None if args.skip_untrained else score("untrained")
     with tempfile.TemporaryDirectory() as out_dir:
-        examples = format_examples(train_states, seed=args.seed)
+        examples = monitor_format_examples(train_states, args.seed, HINTS, TIME)
         prime_seconds = demo.prime_format(model, tokenizer, examples, args, out_dir)
         primed = score("format-primed")
         model, tokenizer = demo.reload_primed(model, tokenizer, out_dir, args.train_layers)
@@ -389,13 +358,13 @@ def run_demo(args: argparse.Namespace) -> dict:
             model=model,
             processing_class=tokenizer,
             reward_funcs=monitor_rewards(ENV, **train_kwargs),
-            train_dataset=balanced_order(
+            train_dataset=balanced_states(
                 train_states, args.steps, prompts_per_step, seed=args.seed
             ),
             args=demo.grpo_args(
                 args,
                 out_dir,
-                shuffle_dataset=False,  # keep balanced_order's steps
+                shuffle_dataset=False,  # keep the balanced steps
                 max_completion_length=args.max_new_tokens,
                 reward_weights=[1.0, args.format_weight],
             ),

@@ -22,7 +22,7 @@ The recipe, and why (the earlier record is in ``results/train_monitor_demo.md``)
   probability 0.81^8 = 0.19 instead of 0.43, and at 0.05 with 0.66 instead of
   0.81, so a low-rate policy still gets a decision signal.  The batch stays at
   16 completions, i.e. 2 prompts a step: one guessing and one sure trace
-  (``balanced_order``), so the cost per step is unchanged.
+  (``balanced_states``), so the cost per step is unchanged.
 * KL to the format-primed model, ``beta=0.2``, as before: it pulls the rate back
   towards the primed model's when the two kinds of trace push unevenly.
 * ``loss_type="dapo"`` (TRL's default) is kept.  It normalises by the number of

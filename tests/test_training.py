@@ -474,7 +474,12 @@ def test_shipped_configs_load():
 
     folder = Path(intbench.training.__file__).parent / "configs"
     names = sorted(p.name for p in folder.glob("*.yaml"))
-    assert names == ["feedback_grpo.yaml", "monitor_grpo.yaml", "sft.yaml"]
+    assert names == [
+        "feedback_grpo.yaml",
+        "monitor_grpo.yaml",
+        "monitor_grpo_demo.yaml",
+        "sft.yaml",
+    ]
     for name in names:
         load_config(folder / name)
 
@@ -727,3 +732,178 @@ def test_accelerate_launch_trains_on_two_processes(tiny_model_dir, tmp_path):
     # each rank builds the same seeded dataset, so each asks the student for the
     # 4 problems' baselines: the summary counts both ranks
     assert summary["usage"]["student"]["requests"] == 8
+
+
+def test_freeze_lower_layers_trains_only_the_top_layers(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    from intbench.training.models import freeze_lower_layers
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    count = freeze_lower_layers(model, 1)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all(n.startswith(("model.layers.1.", "model.norm.")) for n in trainable)
+    assert count == sum(p.numel() for n, p in model.named_parameters() if n in trainable)
+    for bad in (0, 3):
+        with pytest.raises(ValueError, match="between 1 and 2"):
+            freeze_lower_layers(model, bad)
+
+
+def test_balanced_states_give_every_step_both_kinds_of_baseline():
+    from datasets import Dataset
+
+    from intbench.training.monitor import balanced_states
+
+    states = Dataset.from_list(
+        [{"i": i, "baseline_correct": i < 5} for i in range(8)]  # 5 right, 3 wrong
+    )
+    ordered = balanced_states(states, steps=6, prompts_per_step=4, seed=0)
+    assert len(ordered) == 24
+    kinds = ordered["baseline_correct"]
+    for step in range(6):
+        assert sum(kinds[step * 4 : step * 4 + 4]) == 2, step
+    assert balanced_states(states, 6, 4, seed=0)["i"] == ordered["i"]  # seeded
+    assert balanced_states(states, 6, 4, seed=1)["i"] != ordered["i"]
+    with pytest.raises(ValueError, match="even number"):
+        balanced_states(states, 6, 3, seed=0)
+    with pytest.raises(ValueError, match="both kinds"):
+        balanced_states(states.select(range(5)), 6, 2, seed=0)
+
+
+def test_monitor_format_examples_parse_with_coin_flip_decisions():
+    from datasets import Dataset
+
+    from intbench.training import decision_action
+    from intbench.training.priming import monitor_format_examples
+
+    prompt = [{"role": "user", "content": "the same state"}]
+    states = Dataset.from_list([{"prompt": prompt}] * 200)
+    examples = monitor_format_examples(states, seed=0, messages=["a", "b"], time_text="now")
+    actions = [decision_action(e["completion"][0]["content"]) for e in examples]
+    assert all("error" not in a for a in actions)
+    rate = sum(a["intervene"] for a in actions) / len(actions)
+    assert 0.4 < rate < 0.6  # one state, both decisions: no information about when
+    assert {a["message"] for a in actions if a["intervene"]} == {"a", "b"}
+    with pytest.raises(ValueError, match="message"):
+        monitor_format_examples(states, seed=0, messages=[], time_text="now")
+
+
+def write_math500(path: Path, problems: list[Problem]) -> Path:
+    import json
+
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "problem": p.question,
+                    "solution": p.solution,
+                    "answer": p.answer,
+                    "subject": "Prealgebra",
+                    "level": 1,
+                    "unique_id": p.id,
+                }
+            )
+            + "\n"
+            for p in problems
+        )
+    )
+    return path
+
+
+def test_cli_monitor_grpo_primes_freezes_and_balances(tiny_model_dir, tmp_path):
+    """The demo's options through the config: format priming saved as the KL
+    reference, only the top layer trained, and steps of one right and one wrong
+    baseline (the scripted student answers 5: right on problem 2 only)."""
+    from intbench.training import load_config, monitor_states
+    from intbench.training.trainer import PRIMED_DIR, build_trainer
+
+    # A random tiny model's replies never parse, and one priming step cannot fix
+    # that, so GRPO would see no reward spread: start from a model taught both replies.
+    states = monitor_states(
+        "IntBench-Math-v0",
+        {"student": ScriptedBackend(eval_student), "problems": math_problems(4), "increment": 400},
+        states_per_problem=1,
+    )
+    model, tokenizer = tiny_policy(
+        tiny_model_dir, states["prompt"], ["Intervene: Yes\nIntervention: fix", "Intervene: No"]
+    )
+    taught = tmp_path / "taught"
+    model.save_pretrained(taught)
+    tokenizer.save_pretrained(taught)
+    source = write_math500(tmp_path / "train.jsonl", math_problems(4))
+    config = load_config(
+        None,
+        env="IntBench-Math-v0",
+        model=f"hf:{taught}",
+        student="scripted:tests.test_training:eval_student",
+        source=str(source),
+        n=4,
+        states_per_problem=1,
+        env_options={"increment": 400},
+        output_dir=str(tmp_path / "grpo"),
+        train_layers=1,
+        format_priming={"steps": 1, "batch_size": 2},
+        balanced_states=True,
+        trainer={
+            "max_steps": 2,
+            "learning_rate": 1e-3,
+            "warmup_steps": 0,  # the default warmup's first step has lr 0
+            "per_device_train_batch_size": 4,
+            "num_generations": 2,
+            "max_completion_length": 12,
+            "report_to": [],
+            "use_cpu": True,
+        },
+    )
+    trainer = build_trainer(config)
+    primed = tmp_path / "grpo" / PRIMED_DIR
+    assert (primed / "config.json").exists()
+    assert trainer.model.config._name_or_path == str(primed)  # TRL's reference source
+    initial = initial_weights(taught)
+    top = "model.layers.1.mlp.up_proj.weight"
+    primed_weights = dict(trainer.model.named_parameters())
+    assert not torch.equal(primed_weights[top].detach(), initial[top])  # priming trained it
+    trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert all(n.startswith(("model.layers.1.", "model.norm.")) for n in trainable)
+    assert trainer.args.shuffle_dataset is False
+    kinds = trainer.train_dataset["baseline_correct"]
+    assert len(kinds) == 4 and all(sum(kinds[i : i + 2]) == 1 for i in (0, 2))
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    changed = {n for n, p in trainer.model.named_parameters() if not torch.equal(p, before[n])}
+    assert changed and changed <= trainable
+    # A second run with the same output directory reuses the primed policy.
+    mtime = (primed / "config.json").stat().st_mtime_ns
+    build_trainer(config)
+    assert (primed / "config.json").stat().st_mtime_ns == mtime
+
+
+def initial_weights(directory) -> dict:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(directory)
+    return {n: p.detach() for n, p in model.named_parameters()}
+
+
+def test_config_refuses_conflicting_or_misplaced_training_options(tiny_model_dir, tmp_path):
+    from intbench.training import load_config
+    from intbench.training.trainer import build_trainer
+
+    with pytest.raises(ValueError, match="exclude each other"):
+        load_config(None, train_layers=2, lora={})
+    with pytest.raises(ValueError, match="train_layers must be"):
+        load_config(None, train_layers="top")
+    with pytest.raises(ValueError, match="unknown format_priming key"):
+        load_config(None, format_priming={"step": 3})
+    with pytest.raises(ValueError, match="monitor GRPO only"):
+        load_config(None, method="sft", balanced_states=True)
+    feedback = load_config(
+        None,
+        env="IntBench-Math-Feedback-v0",
+        model=f"hf:{tiny_model_dir}",
+        format_priming={},
+        output_dir=str(tmp_path / "out"),
+        trainer={"use_cpu": True, "report_to": []},
+    )
+    with pytest.raises(ValueError, match="apply to monitor envs"):
+        build_trainer(feedback)

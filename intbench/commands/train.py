@@ -35,7 +35,15 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--student", default=None, help="frozen student's model spec (e.g. openai:<model>@<url>)"
     )
+    parser.add_argument(
+        "--source",
+        default=None,
+        help="training problems: offline, hub or a JSONL/JSON/Parquet file",
+    )
     parser.add_argument("-n", type=int, default=None, help="number of training problems")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seeds state sampling, priming and the trainer"
+    )
     parser.add_argument(
         "--records", nargs="+", default=None, help="sft: run directories of intbench eval"
     )
@@ -69,7 +77,9 @@ def _train(args: argparse.Namespace) -> int:
             env=args.env,
             model=args.model,
             student=args.student,
+            source=args.source,
             n=args.n,
+            seed=args.seed,
             records=args.records,
             filter=args.filter,
             output_dir=args.output_dir,

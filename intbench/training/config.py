@@ -63,6 +63,18 @@ class TrainConfig:
         states_per_problem: monitor GRPO: decision states sampled per problem [2].
         max_turn_tokens: feedback GRPO: tokens per teacher turn [128].
         temperature: feedback GRPO: sampling temperature of teacher turns [1.0].
+        train_layers: train only the top N decoder layers and the final norm,
+            freezing the rest and the embeddings; null trains every weight
+            (exclusive with ``lora``) [null].
+        format_priming: monitor GRPO: SFT steps on well-formed replies with
+            coin-flip decisions before GRPO, so a small policy's replies parse
+            (:data:`~intbench.training.priming.PRIMING_DEFAULTS` fill omitted
+            keys; ``{}`` takes them all); the primed policy is saved to
+            ``<output_dir>/format-primed`` and is also GRPO's KL reference; null
+            skips priming [null].
+        balanced_states: monitor GRPO: order the decision states so that every
+            step holds as many wrong as right student baselines
+            (:func:`~intbench.training.monitor.balanced_states`) [false].
         records: SFT: run directories written by ``intbench eval`` [[]].
         filter: SFT: which teacher decisions to imitate (see
             :data:`intbench.training.sft.FILTERS`) [``"helpful_no_leak"``].
@@ -85,6 +97,9 @@ class TrainConfig:
     states_per_problem: int = 2
     max_turn_tokens: int = 128
     temperature: float = 1.0
+    train_layers: int | None = None
+    format_priming: dict[str, Any] | None = None
+    balanced_states: bool = False
     records: list[str] = field(default_factory=list)
     filter: str = "helpful_no_leak"
     output_dir: str = "runs/train"
@@ -108,6 +123,29 @@ class TrainConfig:
                 )
         if self.lora is not None and not isinstance(self.lora, dict):
             raise ValueError(f"lora must be a mapping or null, got {type(self.lora).__name__}")
+        if self.train_layers is not None:
+            if isinstance(self.train_layers, bool) or not isinstance(self.train_layers, int):
+                raise ValueError(
+                    f"train_layers must be an integer or null, got {self.train_layers!r}"
+                )
+            if self.train_layers < 1:
+                raise ValueError(f"train_layers must be positive, got {self.train_layers}")
+            if self.lora is not None:
+                raise ValueError("train_layers and lora exclude each other: set one to null")
+        if self.format_priming is not None:
+            from intbench.training.priming import PRIMING_DEFAULTS
+
+            if not isinstance(self.format_priming, dict):
+                raise ValueError(
+                    f"format_priming must be a mapping or null, got {type(self.format_priming).__name__}"
+                )
+            unknown = sorted(set(self.format_priming) - set(PRIMING_DEFAULTS))
+            if unknown:
+                raise ValueError(
+                    f"unknown format_priming key(s) {unknown}; known: {sorted(PRIMING_DEFAULTS)}"
+                )
+        if self.method != "grpo" and (self.format_priming is not None or self.balanced_states):
+            raise ValueError("format_priming and balanced_states apply to monitor GRPO only")
 
     def env_kwargs(self) -> dict[str, Any]:
         """``gym.make`` keyword arguments for the training env."""

@@ -35,6 +35,31 @@ def load_policy(spec: str, lora: dict[str, Any] | None = None) -> tuple[Any, Any
     return model, tokenizer
 
 
+def freeze_lower_layers(model: Any, trainable: int) -> int:
+    """Train only the top ``trainable`` decoder layers and the final norm; returns
+    the number of trainable parameters.
+
+    Backpropagation then stops at the lowest trainable layer, which is what makes
+    a step of a small model affordable on a CPU.  The embeddings (tied to the
+    output head in small models) stay frozen."""
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
+    layers = getattr(decoder, "layers", None)
+    norm = getattr(decoder, "norm", None)
+    if layers is None or norm is None:
+        raise ValueError(
+            f"train_layers needs a decoder with .layers and .norm (as Llama-style models "
+            f"have); {type(model).__name__} has none: set train_layers to null"
+        )
+    if not 1 <= trainable <= len(layers):
+        raise ValueError(f"train_layers must be between 1 and {len(layers)}, got {trainable}")
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    for module in [*layers[-trainable:], norm]:
+        for parameter in module.parameters():
+            parameter.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def _with_lora(model: Any, options: dict[str, Any]) -> Any:
     try:
         from peft import LoraConfig, get_peft_model

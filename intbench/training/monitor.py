@@ -35,6 +35,13 @@ def decision_action(text: str) -> dict:
     return {"intervene": int(bool(decision.intervene)), "message": decision.message or ""}
 
 
+def monitor_reply(intervene: bool, message: str = "", time: str = "N/A") -> str:
+    """A well-formed Standard monitor reply (the format :func:`decision_action` parses)."""
+    if intervene:
+        return f"Intervene: Yes\nTime: {time}\nIntervention: {message}"
+    return "Intervene: No\nTime: N/A\nIntervention: N/A"
+
+
 def completion_text(completion: Any) -> str:
     """The text of a TRL completion (a string, or a list of chat messages)."""
     if isinstance(completion, str):
@@ -131,6 +138,39 @@ def monitor_states(
             )
         ]
     )
+
+
+def balanced_states(states, steps: int, prompts_per_step: int, seed: int):
+    """``states`` reordered for ``steps`` GRPO steps of ``prompts_per_step`` states
+    each (an even number), so that every step holds as many states whose baseline
+    is wrong as states whose baseline is right; reshuffled each pass.
+
+    With a handful of prompts per step, an unbalanced step pushes the overall
+    intervention rate up or down; balanced steps cancel that push, so what GRPO
+    moves is the difference between the two kinds of state.  Train on the result
+    in order (``GRPOConfig(shuffle_dataset=False)``)."""
+    import random
+
+    if prompts_per_step < 2 or prompts_per_step % 2:
+        raise ValueError(
+            f"balanced states need an even number of prompts per step, got {prompts_per_step} "
+            "(per_device_train_batch_size x gradient_accumulation_steps / num_generations)"
+        )
+    wrong = [i for i in range(len(states)) if not states[i]["baseline_correct"]]
+    right = [i for i in range(len(states)) if states[i]["baseline_correct"]]
+    if not wrong or not right:
+        raise ValueError(
+            f"balanced states need baselines of both kinds; the {len(states)} states have "
+            f"{len(right)} correct and {len(wrong)} wrong baselines (use more problems)"
+        )
+    rng = random.Random(seed)
+    order: list[int] = []
+    while len(order) < steps * prompts_per_step:
+        rng.shuffle(wrong)
+        rng.shuffle(right)
+        for pair in zip(wrong, right, strict=False):
+            order += rng.sample(pair, 2)
+    return states.select(order[: steps * prompts_per_step])
 
 
 class MonitorReward:

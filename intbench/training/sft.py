@@ -20,6 +20,7 @@ import gymnasium as gym
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.records import Episode, MonitorStep, Problem, as_episodes
 from intbench.rundir import RunDir
+from intbench.training.monitor import monitor_reply
 
 Filter = Callable[[Episode], bool]
 
@@ -94,9 +95,7 @@ def _replay_student(texts: Sequence[str]) -> ScriptedBackend:
 
 
 def _monitor_reply(step: MonitorStep) -> str:
-    if step.action == "intervene":
-        return f"Intervene: Yes\nTime: N/A\nIntervention: {step.message}"
-    return "Intervene: No\nTime: N/A\nIntervention: N/A"
+    return monitor_reply(step.action == "intervene", step.message or "")
 
 
 def _monitor_examples(

@@ -14,12 +14,13 @@ from typing import Any
 
 from intbench.training.config import MONITOR_GRPO_DEFAULTS, TrainConfig
 from intbench.training.envpool import EnvPool
-from intbench.training.models import load_policy, save_policy
+from intbench.training.models import freeze_lower_layers, load_policy, save_policy
 
 logger = logging.getLogger(__name__)
 
 FINAL_DIR = "final"
 REFERENCE_DIR = "reference"
+PRIMED_DIR = "format-primed"
 
 
 def trainer_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -47,18 +48,73 @@ def _grpo_policy(config: TrainConfig, beta: float) -> tuple[Any, Any]:
     ``accelerate launch``) and the policy is loaded from there.
     """
     if beta <= 0 or config.model != "smollm2" or config.lora is not None:
-        return load_policy(config.model, config.lora)
+        return _load_trainable(config.model, config)
     from accelerate import PartialState
 
     directory = Path(config.output_dir) / REFERENCE_DIR
     with PartialState().main_process_first():
         if not directory.is_dir():
-            # Save beside it, then rename: an interrupted save leaves no half-written reference.
-            partial = directory.with_name(f"{REFERENCE_DIR}.partial")
-            shutil.rmtree(partial, ignore_errors=True)
-            save_policy(*load_policy(config.model), partial)
-            partial.rename(directory)
-    return load_policy(f"hf:{directory}")
+            _saved_once(directory, lambda partial: save_policy(*load_policy(config.model), partial))
+    return _load_trainable(f"hf:{directory}", config)
+
+
+def _saved_once(directory: Path, save) -> None:
+    """Run ``save(partial_dir)`` and rename the result to ``directory``, so an
+    interrupted save leaves no half-written model."""
+    partial = directory.with_name(f"{directory.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    save(partial)
+    partial.rename(directory)
+
+
+def _load_trainable(spec: str, config: TrainConfig) -> tuple[Any, Any]:
+    """A policy with LoRA adapters or only its top ``train_layers`` layers trainable,
+    as the config says."""
+    model, tokenizer = load_policy(spec, config.lora)
+    if config.train_layers is not None:
+        freeze_lower_layers(model, config.train_layers)
+    return model, tokenizer
+
+
+def _primed_policy(config: TrainConfig, states) -> tuple[Any, Any]:
+    """The policy after format priming on the monitor decision ``states``, saved to
+    ``<output_dir>/format-primed`` (reused when it exists) and loaded back from
+    there, so that TRL's KL reference is the primed policy."""
+    from accelerate import PartialState
+
+    from intbench.training.priming import PRIMING_DEFAULTS, monitor_format_examples, prime_format
+
+    settings = {**PRIMING_DEFAULTS, **config.format_priming}
+    directory = Path(config.output_dir) / PRIMED_DIR
+    if not directory.is_dir():
+        if PartialState().num_processes > 1:
+            raise ValueError(
+                f"format priming runs in one process: run the same command once without "
+                f"accelerate launch (it saves {directory}, which a launched run then reuses)"
+            )
+        model, tokenizer = _load_trainable(config.model, config)
+        examples = monitor_format_examples(
+            states, config.seed, settings["messages"], settings["time"]
+        )
+
+        def prime_and_save(partial: Path) -> None:
+            seconds = prime_format(
+                model,
+                tokenizer,
+                examples,
+                steps=settings["steps"],
+                learning_rate=settings["learning_rate"],
+                batch_size=settings["batch_size"],
+                output_dir=str(partial),
+                **trainer_options({"seed": config.seed}),
+            )
+            save_policy(model, tokenizer, partial)
+            logger.info("format priming: %d steps in %.0f s", settings["steps"], seconds)
+
+        _saved_once(directory, prime_and_save)
+    else:
+        logger.info("reusing the format-primed policy in %s", directory)
+    return _load_trainable(f"hf:{directory}", config)
 
 
 def build_trainer(config: TrainConfig) -> Any:
@@ -71,7 +127,7 @@ def build_trainer(config: TrainConfig) -> Any:
         if not config.records:
             raise ValueError("sft needs 'records': run directories written by intbench eval")
         dataset = sft_dataset(config.records, config.filter)
-        model, tokenizer = load_policy(config.model, config.lora)
+        model, tokenizer = _load_trainable(config.model, config)
         args = SFTConfig(
             output_dir=config.output_dir, seed=config.seed, **trainer_options(config.trainer)
         )
@@ -83,14 +139,32 @@ def build_trainer(config: TrainConfig) -> Any:
     options = config.trainer
     if pool.protocol == "monitor":
         options = {**MONITOR_GRPO_DEFAULTS, **options}
+        if config.balanced_states:
+            options = {"shuffle_dataset": False, **options}  # keep the balanced steps
+    elif config.format_priming is not None or config.balanced_states:
+        raise ValueError(
+            f"format_priming and balanced_states apply to monitor envs, not {config.env}"
+        )
     args = GRPOConfig(output_dir=config.output_dir, seed=config.seed, **trainer_options(options))
-    model, tokenizer = _grpo_policy(config, args.beta)
     if pool.protocol == "monitor":
-        from intbench.training.monitor import monitor_rewards, monitor_states
+        from intbench.training.monitor import balanced_states, monitor_rewards, monitor_states
 
         dataset = monitor_states(
             pool=pool, states_per_problem=config.states_per_problem, seed=config.seed
         )
+        if config.format_priming is not None:
+            model, tokenizer = _primed_policy(config, dataset)
+        else:
+            model, tokenizer = _grpo_policy(config, args.beta)
+        if config.balanced_states:
+            if args.max_steps <= 0:
+                raise ValueError("balanced_states needs trainer.max_steps (the steps to plan)")
+            dataset = balanced_states(
+                dataset,
+                args.max_steps,
+                args.generation_batch_size // args.num_generations,
+                config.seed,
+            )
         return GRPOTrainer(
             model=model,
             args=args,
@@ -100,6 +174,7 @@ def build_trainer(config: TrainConfig) -> Any:
         )
     from intbench.training.feedback import FeedbackRollout, feedback_reward
 
+    model, tokenizer = _grpo_policy(config, args.beta)
     rollout = FeedbackRollout(
         pool=pool, max_turn_tokens=config.max_turn_tokens, temperature=config.temperature
     )
