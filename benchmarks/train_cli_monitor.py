@@ -60,21 +60,16 @@ def write_train_data() -> None:
 
 
 def train(seed: int, output_dir: Path) -> tuple[list[str], float]:
-    command = [
-        "intbench",
-        "train",
-        "grpo",
-        "--config",
-        CONFIG,
-        "--seed",
-        str(seed),
-        "--output-dir",
-        str(output_dir),
-    ]
+    """Runs the command; returns it as a user types it (the results name no temporary
+    folder: without ``--output-dir`` it writes to the config's ``runs/monitor-grpo-demo``)."""
+    command = ["intbench", "train", "grpo", "--config", CONFIG, "--seed", str(seed)]
     env = {**os.environ, "PYTHONPATH": "benchmarks"}
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "intbench.cli", *command[1:]], cwd=ROOT, env=env, check=True
+        [sys.executable, "-m", "intbench.cli", *command[1:], "--output-dir", str(output_dir)],
+        cwd=ROOT,
+        env=env,
+        check=True,
     )
     return command, time.perf_counter() - started
 

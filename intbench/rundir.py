@@ -251,9 +251,13 @@ class EpisodeLog:
             os.replace(tmp, self.path)
         return len(failed)
 
-    def append(self, episode: Episode) -> None:
-        """Write one record in a single ``write``; fsync when the group is full or old."""
-        line = (episode.to_json() + "\n").encode("utf-8")
+    def append(self, episode: Episode, data: dict | None = None) -> None:
+        """Write one record in a single ``write``; fsync when the group is full or old.
+
+        ``data``: ``episode.to_dict()``, when the caller has made it already."""
+        if data is None:
+            data = episode.to_dict()
+        line = (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
         with _writing(self.path):
             if self._fd is None:
                 flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC

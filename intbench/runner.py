@@ -191,8 +191,11 @@ def _run_locked(
     started = time.perf_counter()
     bar = _progress_bar(len(keys), skipped, progress)
 
+    played: dict[str, dict] = {}  # this run's records as dicts, made once for file and result
+
     def keep(record: Episode) -> None:
-        log.append(record)
+        data = played[record.metadata["run_key"]] = record.to_dict()
+        log.append(record, data)
         summary.count(failed=bool(record.error))
         save_summary()
         if on_episode:
@@ -230,7 +233,9 @@ def _run_locked(
         save_summary(force=True)  # also after an interruption: what was done until then
         if bar is not None:
             bar.close()
-    episodes = [log.records[k].to_dict() for k in keys if k in log.records]
+    episodes = [
+        played[k] if k in played else log.records[k].to_dict() for k in keys if k in log.records
+    ]
     return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
 
 

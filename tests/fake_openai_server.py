@@ -39,6 +39,7 @@ import json
 import socket
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -93,6 +94,7 @@ class FakeOpenAIServer:
         self.slow_seconds = slow_seconds
         self.retry_after = retry_after
         self.requests: list[dict] = []
+        self.proxied: list[str] = []  # absolute URLs of requests sent here as to a proxy
         self.first_request_at: float | None = None
         self.in_flight = 0
         self.max_in_flight = 0
@@ -282,7 +284,13 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 raw = self.rfile.read(length)
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                # A request line in absolute form comes from a client that took this
+                # server for its HTTP proxy: answered as if forwarded, and counted.
+                path = urllib.parse.urlsplit(self.path).path
+                if path != self.path:
+                    with server._lock:
+                        server.proxied.append(self.path)
+                if path.rstrip("/") != "/v1/chat/completions":
                     self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 try:

@@ -176,6 +176,24 @@ def test_unreachable_server_fails_fast():
     assert time.perf_counter() - start < 5
 
 
+def test_proxy_variables_are_honoured(monkeypatch, fake_openai_server):
+    """HTTP_PROXY routes requests through the proxy (looked up once per backend), and
+    NO_PROXY exempts a host, as other HTTP clients do."""
+    target = "http://model-server.invalid:8000/v1"  # reachable only through the proxy
+    monkeypatch.setenv("HTTP_PROXY", fake_openai_server.base_url.removesuffix("/v1"))
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.setenv("NO_PROXY", "")
+    monkeypatch.delenv("no_proxy", raising=False)
+    with load_backend(f"openai:m@{target}") as backend:
+        outputs = backend.generate([ask("a"), ask("b")], PARAMS)
+    assert [o.text for o in outputs] == ["echo: a", "echo: b"]
+    assert fake_openai_server.proxied == [f"{target}/chat/completions"] * 2
+    monkeypatch.setenv("NO_PROXY", "model-server.invalid")
+    with load_backend(f"openai:m@{target}", max_retries=0) as backend:
+        [out] = backend.generate([ask("c")], PARAMS)
+    assert "connection error" in out.error and len(fake_openai_server.proxied) == 2
+
+
 def test_overall_deadline_bounds_a_call(connect, fake_openai_server):
     fake_openai_server.slow_seconds = 10.0
     fake_openai_server.inject("slow", count=100)

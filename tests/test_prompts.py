@@ -464,6 +464,25 @@ def test_chunk_size_may_name_a_non_character_increment():
     )
 
 
+def test_renders_are_memoised_only_by_the_scalar_variables_they_read():
+    """A system prompt is rendered once per value of what it reads (its includes too);
+    a prompt that reads the problem is rendered every time."""
+    prompting._render_memo.cache_clear()
+    kwargs = {"problem": PROBLEMS["math"], "transcript": "x", "reference": None}
+    first = render_system("math", "teacher_standard", chunk_size=50, **kwargs)
+    again = render_system("math", "teacher_standard", chunk_size=50, **{**kwargs, "transcript": "y"})
+    assert again == first and prompting._render_memo.cache_info().hits == 1
+    other = render_system("math", "teacher_standard", chunk_size=60, **kwargs)
+    assert "increments of 60 characters" in other and prompting._render_memo.cache_info().misses == 2
+    render("math", "teacher_standard", chunk_size=50, **kwargs)
+    render("math", "teacher_standard", chunk_size=50, **kwargs)
+    assert prompting._render_memo.cache_info().misses == 2  # reads the problem: not memoised
+    assert prompting._variables_read("math", "teacher_standard.system.j2") == (
+        "chunk_size",
+        "reference",
+    )
+
+
 def test_missing_variable_error_names_domain_template_and_variable():
     with pytest.raises(PromptTemplateError) as info:
         render("math", "teacher_standard", problem=PROBLEMS["math"], transcript="x", chunk_size=50)

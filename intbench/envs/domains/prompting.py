@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.meta
 
 from intbench.envs.domains import registry
 from intbench.records import Problem
@@ -162,7 +163,50 @@ def _check_target(domain: str, name: str) -> None:
         )
 
 
+@functools.lru_cache(maxsize=None)
+def _variables_read(domain: str, filename: str) -> tuple[str, ...] | None:
+    """The variables that ``<domain>/<filename>`` and the files it includes read, or
+    ``None`` when an include's name is computed (then nothing is known)."""
+    env = get_environment()
+    names: set[str] = set()
+    todo, seen = [f"{domain}/{filename}"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            ast = env.parse(env.loader.get_source(env, name)[0])
+        except (jinja2.TemplateNotFound, jinja2.TemplateSyntaxError):
+            return None  # rendering reports it
+        names |= jinja2.meta.find_undeclared_variables(ast)
+        for included in jinja2.meta.find_referenced_templates(ast):
+            if included is None:
+                return None
+            todo.append(env.join_path(included, name))
+    return tuple(sorted(names - {"domain"}))
+
+
+@functools.lru_cache(maxsize=4096)
+def _render_memo(domain: str, filename: str, read: tuple[tuple[str, Any], ...]) -> str:
+    return _render_now(domain, filename, dict(read))
+
+
 def _render_file(domain: str, filename: str, variables: dict[str, Any]) -> str:
+    """The rendered file; memoised by the values of the variables it reads when they
+    are plain scalars (a system prompt reads few or none, and every episode renders it)."""
+    names = _variables_read(domain, filename)
+    if names is not None:
+        read = tuple((name, variables[name]) for name in names if name in variables)
+        if all(type(value) in _SCALARS for _, value in read):
+            return _render_memo(domain, filename, read)
+    return _render_now(domain, filename, variables)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _render_now(domain: str, filename: str, variables: dict[str, Any]) -> str:
     try:
         template = get_environment().get_template(f"{domain}/{filename}")
         return template.render(domain=domain, **variables).strip()
