@@ -1,17 +1,20 @@
 """Learning demo: multi-turn GRPO teaches the embedded SmolLM2-135M which step to name.
 
-Setting (feedback env, ``auc`` reward, K=3 attempts, no reference shown to the
-teacher): a fixed scripted student adds four two-digit numbers in three steps.
-One step, which its reasoning marks as rushed (a cue the teacher can read in
-the attempt), is off by ten, and the slip carries into the final answer, so
-attempt 1 is always wrong.  On a retry the student fixes that step only when
-the teacher's feedback names it and no other step (the papers' teacher rule is
-"Pinpoint the step in which I am making a mistake"); otherwise it repeats its
-answer.  Naming the rushed step at once scores the env's AUC reward 2/3 (solved
-at attempt 2 of 3); a step drawn at random for each of the two feedback turns
-scores 2/9 + 2/27, about 0.30; feedback that names no step scores 0.  Only a policy that reads
-the attempt can gain, and revealing the answer does not help (this student
-ignores it).
+Setting (feedback env, ``auc`` reward, ``--k-max`` attempts, K=2 by default, no
+reference shown to the teacher): a fixed scripted student adds four two-digit
+numbers in three steps.  One step, which its reasoning marks as rushed (a cue
+the teacher can read in the attempt), is off by ten, and the slip carries into
+the final answer, so attempt 1 is always wrong.  On a retry the student fixes
+that step only when the teacher's feedback names it and no other step (the
+papers' teacher rule is "Pinpoint the step in which I am making a mistake");
+otherwise it repeats its answer.  With K=2 the teacher writes one feedback
+message: naming the rushed step scores the env's AUC reward 1/2 (solved at
+attempt 2 of 2), a step drawn at random 1/6, feedback that names no step 0.
+(With K=3, naming it at once scores 2/3 and a random step about 0.30, but the
+episode's one reward is shared by two feedback turns, so a right second turn
+also credits a wrong first one; see ``results/train_teachers.md``.)  Only a
+policy that reads the attempt can gain, and revealing the answer does not help
+(this student ignores it).
 
 Three policies are measured on held-out problems, as in
 :mod:`train_monitor_demo`: the model after a few SFT steps that teach only the
@@ -54,7 +57,6 @@ from intbench.records import Problem  # noqa: E402
 from intbench.training import FeedbackRollout, feedback_reward  # noqa: E402
 
 ENV = "IntBench-Math-Feedback-v0"
-K_MAX = 3
 STEPS_PER_SUM = 3
 RUSHED = " (I rushed this step)"
 _QUESTION = re.compile(r"What is (\d+) \+ (\d+) \+ (\d+) \+ (\d+)\?")
@@ -116,11 +118,11 @@ def student(messages) -> str:
     return solution_text(numbers, wrong)
 
 
-def env_kwargs(problem_list: list[Problem]) -> dict:
+def env_kwargs(problem_list: list[Problem], k_max: int) -> dict:
     return {
         "student": ScriptedBackend(student, spec="scripted:feedback-demo-student"),
         "problems": problem_list,
-        "k_max": K_MAX,
+        "k_max": k_max,
         "reward": "auc",
         "teacher_reference": "none",
     }
@@ -190,7 +192,7 @@ def evaluate(model, tokenizer, rollout: FeedbackRollout, dataset, samples: int, 
     }
 
 
-def reference_policies(problem_list: list[Problem]) -> dict:
+def reference_policies(problem_list: list[Problem], k_max: int) -> dict:
     """Mean AUC reward of fixed feedback policies on the held-out problems, played
     through the env itself (the scripted student reads only the feedback)."""
 
@@ -205,7 +207,7 @@ def reference_policies(problem_list: list[Problem]) -> dict:
     def vague(numbers):
         return "<feedback>Check your additions carefully.</feedback>"
 
-    env = gym.make(ENV, **env_kwargs(problem_list)).unwrapped
+    env = gym.make(ENV, **env_kwargs(problem_list, k_max)).unwrapped
     out = {}
     policies = {
         "names_the_rushed_step": rushed,
@@ -236,7 +238,7 @@ def markdown(result: dict) -> str:
         "",
         f"Policy: {result['model']} ({result['trainable_parameters']:,} trainable parameters); "
         f"{setting['eval_problems']} held-out problems x {setting['samples']} sampled episodes "
-        f"(temperature 1, K = {K_MAX}); 95% bootstrap CIs over problems.  torch "
+        f"(temperature 1, K = {setting['k_max']}); 95% bootstrap CIs over problems.  torch "
         f"{result['torch']}, {result['threads']} threads.",
         "",
         f"Command: `{result['command']}` (settings: {json.dumps(setting, default=str)})",
@@ -283,6 +285,7 @@ def markdown(result: dict) -> str:
 def parser() -> argparse.ArgumentParser:
     parser = demo.recipe_parser(__doc__.splitlines()[0])
     parser.add_argument("--max-turn-tokens", type=int, default=24)
+    parser.add_argument("--k-max", type=int, default=2, help="attempts per episode (K)")
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "train_feedback_demo.json"
     )
@@ -299,12 +302,17 @@ def run_demo(args: argparse.Namespace) -> dict:
 
     eval_problems = problems(args.eval_problems, seed=2)
     train_rollout = FeedbackRollout(
-        ENV, env_kwargs(problems(args.train_problems, seed=1)), args.max_turn_tokens, 1.0
+        ENV,
+        env_kwargs(problems(args.train_problems, seed=1), args.k_max),
+        args.max_turn_tokens,
+        1.0,
     )
-    eval_rollout = FeedbackRollout(ENV, env_kwargs(eval_problems), args.max_turn_tokens, 1.0)
+    eval_rollout = FeedbackRollout(
+        ENV, env_kwargs(eval_problems, args.k_max), args.max_turn_tokens, 1.0
+    )
     train_set = train_rollout.dataset(seed=args.seed)
     eval_set = eval_rollout.dataset(seed=0)
-    references = reference_policies(eval_problems)
+    references = reference_policies(eval_problems, args.k_max)
     model, tokenizer, trainable = demo.trainable_policy("smollm2", args.train_layers)
 
     def score(label: str) -> dict:

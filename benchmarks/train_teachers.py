@@ -68,7 +68,9 @@ import train_monitor_demo  # noqa: E402
 RESULTS = Path(__file__).parent / "results"
 SUMMARY = RESULTS / "train_teachers.json"
 
-RECIPE_NAME = "warmup"  # names the per-seed files; rows from before it used "recipe"
+# names the per-seed files (monitor rows from before the warmup used "recipe",
+# feedback rows of the K=3 setting "k3")
+RECIPE_NAMES = {"monitor": "warmup", "feedback": "k2"}
 GRPO_RECIPE = {
     "generations": 8,
     "batch": 16,
@@ -85,7 +87,16 @@ GRPO_RECIPE = {
 }
 """The recipe both demos share (GRPO, format priming, evaluation)."""
 MONITOR_RECIPE = {**GRPO_RECIPE, "max_new_tokens": 32, "skip_untrained": True}
-FEEDBACK_RECIPE = {**GRPO_RECIPE, "max_turn_tokens": 24}
+FEEDBACK_RECIPE = {**GRPO_RECIPE, "max_turn_tokens": 24, "k_max": 2, "steps": 48}
+"""The feedback demo's recipe: one feedback turn (K=2) and 48 GRPO steps.
+
+With K=3 (two feedback turns, 24 steps) neither seed learned (gains +0.037 and
++0.000, CIs across 0): the episode's one reward is shared by both turns, so a
+right second turn also rewards a wrong first one, and the training reward
+showed no trend.  With one turn the reward judges one choice, as in the monitor
+demo; in a trial run (seed 0) it rose after about 25 steps, hence 48.  A faster
+variant tried beside it (lr 3e-4, KL beta 0.05) collapsed: from step 6 on,
+every group named one step whatever the attempt."""
 
 DEMOS = {
     "monitor": (train_monitor_demo, MONITOR_RECIPE, "train_monitor_demo"),
@@ -100,7 +111,7 @@ def demo_args(protocol: str, seed: int) -> argparse.Namespace:
         setattr(args, key, value)
     args.seed = seed
     args.command = f"OMP_NUM_THREADS=2 python benchmarks/train_teachers.py --protocol {protocol} --seeds {seed}"
-    args.out = RESULTS / f"{stem}_{RECIPE_NAME}_seed{seed}.json"
+    args.out = RESULTS / f"{stem}_{RECIPE_NAMES[protocol]}_seed{seed}.json"
     return args
 
 
@@ -143,7 +154,7 @@ SECTIONS = {
     ),
     "feedback": (
         "Feedback teacher (`benchmarks/train_feedback_demo.py`: SmolLM2-135M, scripted "
-        "student, multi-turn GRPO, K = 3, AUC reward).  Gain = held-out mean AUC reward of "
+        "student, multi-turn GRPO through `FeedbackRollout`, K attempts (`k_max`), AUC reward).  Gain = held-out mean AUC reward of "
         "the GRPO policy minus that of the format-primed policy, paired on the same held-out "
         "problems, 95% bootstrap CI over problems.  Feedback that names no step scores +0.000.",
         "solved by attempt K: primed / GRPO",

@@ -57,9 +57,8 @@ def test_decisions_are_those_of_the_full_reply_path(server, tmp_path, monkeypatc
 
     def decisions(episodes):
         return {
-            e["metadata"]["run_key"]: e["intervention"] and (
-                e["intervention"]["position"], e["intervention"]["message"]
-            )
+            e["metadata"]["run_key"]: e["intervention"]
+            and (e["intervention"]["position"], e["intervention"]["message"])
             for e in episodes
         }
 

@@ -470,10 +470,14 @@ def test_renders_are_memoised_only_by_the_scalar_variables_they_read():
     prompting._render_memo.cache_clear()
     kwargs = {"problem": PROBLEMS["math"], "transcript": "x", "reference": None}
     first = render_system("math", "teacher_standard", chunk_size=50, **kwargs)
-    again = render_system("math", "teacher_standard", chunk_size=50, **{**kwargs, "transcript": "y"})
+    again = render_system(
+        "math", "teacher_standard", chunk_size=50, **{**kwargs, "transcript": "y"}
+    )
     assert again == first and prompting._render_memo.cache_info().hits == 1
     other = render_system("math", "teacher_standard", chunk_size=60, **kwargs)
-    assert "increments of 60 characters" in other and prompting._render_memo.cache_info().misses == 2
+    assert (
+        "increments of 60 characters" in other and prompting._render_memo.cache_info().misses == 2
+    )
     render("math", "teacher_standard", chunk_size=50, **kwargs)
     render("math", "teacher_standard", chunk_size=50, **kwargs)
     assert prompting._render_memo.cache_info().misses == 2  # reads the problem: not memoised

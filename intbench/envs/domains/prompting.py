@@ -163,7 +163,7 @@ def _check_target(domain: str, name: str) -> None:
         )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _variables_read(domain: str, filename: str) -> tuple[str, ...] | None:
     """The variables that ``<domain>/<filename>`` and the files it includes read, or
     ``None`` when an include's name is computed (then nothing is known)."""
