@@ -42,7 +42,7 @@ def _grpo_policy(config: TrainConfig, beta: float) -> tuple[Any, Any]:
     """The policy to train with GRPO, loadable as TRL's KL reference when ``beta > 0``.
 
     TRL loads that reference with ``from_pretrained`` from the policy's config
-    path (or, with LoRA, turns the adapters off).  The embedded model is built
+    path (with LoRA it keeps a frozen copy of the adapters instead).  The embedded model is built
     from a GGUF file that such a path cannot load, so it is first saved as a
     plain model directory under the run's output (by one process under
     ``accelerate launch``) and the policy is loaded from there.
