@@ -145,7 +145,7 @@ def markdown(rows: dict, steps: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child process: one way
     parser.add_argument("--output-dir", help=argparse.SUPPRESS)
     parser.add_argument(
