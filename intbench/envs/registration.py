@@ -5,9 +5,17 @@ Every registered domain has one id per protocol, ``IntBench-<EnvName>-v0``,
 (``EnvName`` is its ``Domain.env_name``): they exist after ``import
 intbench``, ``gym.make("intbench:<id>")`` imports the package itself, and
 :func:`register_domain` adds a third-party domain's ids.
+
+Installed packages publish domains in the entry-point group
+:data:`ENTRY_POINT_GROUP`; each entry point names a :class:`Domain` (or a
+module defining ``DOMAIN``) and is registered with the built-in domains.
 """
 
 from __future__ import annotations
+
+import logging
+import types
+from importlib.metadata import entry_points
 
 import gymnasium as gym
 
@@ -45,8 +53,50 @@ def _register_ids(domain: str) -> None:
         )
 
 
+ENTRY_POINT_GROUP = "intbench.domains"
+"""The entry-point group in which installed packages declare their domains."""
+
+_log = logging.getLogger(__name__)
+
+
+def _plugin_domain(target: object) -> Domain:
+    """The :class:`Domain` an entry point names: the object itself or a module's ``DOMAIN``."""
+    domain = getattr(target, "DOMAIN", None) if isinstance(target, types.ModuleType) else target
+    if not isinstance(domain, Domain):
+        raise TypeError(f"names a {type(domain).__name__}, not an intbench Domain")
+    return domain
+
+
+def discover_domains() -> list[str]:
+    """Register the domains that installed packages declare in :data:`ENTRY_POINT_GROUP`.
+
+    A plugin that fails to load or clashes with a registered domain is skipped
+    with a warning naming it, so one broken package cannot break ``import intbench``.
+    Returns the names of the domains registered by this call.
+    """
+    added = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            domain = _plugin_domain(point.load())
+            if registry.is_registered(domain.name) and registry.get_domain(domain.name) is domain:
+                continue
+            registry.add(domain)
+        except Exception as error:  # a third party's bug: report it, keep the rest working
+            _log.warning(
+                "skipped the IntBench domain plugin %r (%s): %s; fix or uninstall %s",
+                point.name,
+                point.value,
+                error,
+                point.dist.name if point.dist else "its package",
+            )
+            continue
+        added.append(domain.name)
+    return added
+
+
 def register_envs() -> None:
-    """Register every IntBench id (idempotent)."""
+    """Register every IntBench id, plugin domains' included (idempotent)."""
+    discover_domains()
     for domain in registry.domain_names():
         _register_ids(domain)
 
