@@ -11,6 +11,8 @@ import pytest
 
 import intbench  # noqa: F401
 from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.cli import build_parser
+from intbench.commands.eval import env_options
 from intbench.envs.domains.codeforces import humaneval_problem, humaneval_problems
 from intbench.records import Problem
 from intbench.verifiers.code import render_execution_context, verify_code
@@ -132,6 +134,37 @@ def test_a_program_that_fails_to_compile_is_described_in_both_settings():
     verdict = verify_code(problem, "```python\ndef max_element(l:\n```")
     for tests in ("visible", "all"):
         assert "does not compile" in render_execution_context(verdict.details, "feedback", tests)
+
+
+def test_code_feedback_defaults_are_structured_context_and_visible_tests():
+    """Table 2: the Codeforces dense matrix gives the teacher structured execution feedback
+    (§4.3: it "already receives structured execution feedback"); `intbench matrix` passes no
+    context of its own, so it runs with the env's default."""
+    problem = humaneval(35)
+    student = ScriptedBackend(lambda m: "```python\ndef max_element(l):\n    return max(l[:3])\n```")
+    env = gym.make("IntBench-Codeforces-Feedback-v0", student=student, problems=[problem])
+    env.reset(seed=0)
+    obs, *_ = env.step(0)
+    config = env.unwrapped._episode.config
+    assert (config["execution_context"], config["execution_tests"]) == ("structured", "visible")
+    assert json.loads(obs["execution"]) == {
+        "passed": 1,
+        "total": 1,
+        "status": "passed",
+        "timed_out": False,
+        "held_out": {"passed": 0, "total": 1, "status": "runtime_error"},
+    }
+    args = build_parser().parse_args(
+        ["matrix", "--env", "IntBench-Codeforces-Feedback-v0", "--students", "a"]
+        + ["--teachers", "b", "--out", "x"]
+    )
+    options = env_options(args)
+    assert "execution_context" not in options and "execution_tests" not in options
+    args = build_parser().parse_args(
+        ["eval", "--env", "IntBench-Codeforces-Feedback-v0", "--teacher", "never", "--out", "x"]
+        + ["--execution-tests", "all"]
+    )
+    assert env_options(args)["execution_tests"] == "all"
 
 
 # ------------------------------------------------------ the exploit, end to end
