@@ -141,7 +141,9 @@ def test_code_feedback_defaults_are_structured_context_and_visible_tests():
     (§4.3: it "already receives structured execution feedback"); `intbench matrix` passes no
     context of its own, so it runs with the env's default."""
     problem = humaneval(35)
-    student = ScriptedBackend(lambda m: "```python\ndef max_element(l):\n    return max(l[:3])\n```")
+    student = ScriptedBackend(
+        lambda m: "```python\ndef max_element(l):\n    return max(l[:3])\n```"
+    )
     env = gym.make("IntBench-Codeforces-Feedback-v0", student=student, problems=[problem])
     env.reset(seed=0)
     obs, *_ = env.step(0)

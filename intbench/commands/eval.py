@@ -45,10 +45,12 @@ ENV_FLAGS = {
     ),
     "teacher_reference": (str, "feedback: none, answer or solution"),
     "execution_context": (
-        str, "feedback, code: structured (default, the paper's), feedback, traceback or none"
+        str,
+        "feedback, code: structured (default, the paper's), feedback, traceback or none",
     ),
     "execution_tests": (
-        str, "feedback, code: which tests the context shows: visible (default) or all (the paper's)"
+        str,
+        "feedback, code: which tests the context shows: visible (default) or all (the paper's)",
     ),
 }
 

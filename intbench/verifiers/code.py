@@ -360,7 +360,9 @@ def render_execution_context(
             return data["traceback"]
         if data["status"] == "passed":
             held_out = data.get("held_out")
-            return "" if not held_out or held_out["status"] == "passed" else _held_out_line(held_out)
+            return (
+                "" if not held_out or held_out["status"] == "passed" else _held_out_line(held_out)
+            )
         return _describe_failure(data, failure).splitlines()[0]
     return _feedback_text(data, failure)
 
@@ -434,7 +436,11 @@ def _feedback_text(data: Mapping, failure: Mapping) -> str:
             return f"All {data['total']} tests passed."
         head = f"Your program passed {data['passed']} of {data['total']} tests."
         return f"{head}\n{_describe_failure(data, failure)}"
-    lines = [f"Your program passed {data['passed']} of {data['total']} visible tests."]
+    lines = [
+        f"Your program passed {data['passed']} of {data['total']} visible tests."
+        if data["total"]
+        else "No test of this problem is visible."
+    ]
     if data["status"] != "passed":
         lines.append(_describe_failure(data, failure))
     lines.append(_held_out_line(held_out))
@@ -443,7 +449,9 @@ def _feedback_text(data: Mapping, failure: Mapping) -> str:
 
 def _held_out_line(held_out: Mapping) -> str:
     status = held_out["status"]
-    how = "" if status == "passed" else f"; the first failing one {_STATUS_TEXT.get(status, status)}"
+    how = (
+        "" if status == "passed" else f"; the first failing one {_STATUS_TEXT.get(status, status)}"
+    )
     return (
         f"It passed {held_out['passed']} of {held_out['total']} held-out tests{how}. "
         "Held-out tests' inputs and outputs are not shown."

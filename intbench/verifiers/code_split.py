@@ -204,7 +204,9 @@ def _function_case_values(code: str) -> tuple[list[str], str | None]:
 
 def _is_candidate_call(node: ast.AST) -> bool:
     return (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "candidate"
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "candidate"
     )
 
 
