@@ -13,7 +13,8 @@ import pytest
 
 import intbench
 from intbench.envs.domains import DataSourceError, load_problems
-from intbench.envs.domains.codeforces import DOMAIN, load_codeforces
+from intbench.envs.domains.codeforces import DOMAIN, case_timeout_s, load_codeforces
+from intbench.verifiers.code_split import visible_indices
 
 LOGGER = "intbench.envs.domains.codeforces"
 PLUS_ONE = "print(int(input()) + 1)"
@@ -123,10 +124,33 @@ def test_registered_domain_maps_local_rows_with_the_same_defaults(mixed_file):
 def test_kept_problem_is_graded_on_its_official_tests(mixed_file):
     problem = load_codeforces(mixed_file)[0]
     assert problem.tests["cases"] == official_tests(3)
-    assert problem.tests["time_limit_s"] == 1.0 and problem.tests["memory_limit_mb"] == 256
+    assert problem.tests["time_limit_s"] == 10.0 and problem.tests["memory_limit_mb"] == 256
     assert problem.metadata["rating"] == 1200 and problem.metadata["tests_available"] == 3
     assert intbench.verify(problem, fenced(PLUS_ONE)).correct
     assert not intbench.verify(problem, fenced("print(8)")).correct  # passes the example only
+
+
+def test_per_test_timeouts_are_the_feedback_papers(tmp_path):
+    """A.4: "per-case timeout defaults to 10 seconds, is multiplied by 10 when a dataset
+    time limit is available, and is clamped between 5 and 20 seconds"."""
+    by_hand = {None: 10.0, 0: 10.0, 0.25: 5.0, 0.5: 5.0, 1.0: 10.0, 1.5: 15.0, 2.0: 20.0, 4: 20.0}
+    assert {limit: case_timeout_s(limit) for limit in by_hand} == by_hand
+    rows = [card_row("9300A", time_limit=2.5), card_row("9300B", time_limit=None)]
+    problems = load_codeforces(write_rows(tmp_path / "cf.jsonl", rows))
+    assert [p.tests["time_limit_s"] for p in problems] == [20.0, 10.0]
+    assert "time limit 2.5 s per test" in problems[0].question  # the statement keeps the dataset's
+    assert load_problems("codeforces", n=1)[0].tests["time_limit_s"] == 10.0  # HumanEval
+    apps = load_codeforces(write_rows(tmp_path / "apps.jsonl", [apps_row(1)]))
+    assert apps[0].tests["time_limit_s"] == 10.0
+
+
+def test_official_tests_that_repeat_an_example_are_the_visible_ones(tmp_path):
+    examples = [{"input": "2", "output": "3"}, {"input": "99\n", "output": "100\n"}]
+    rows = [card_row("9400A", examples=examples), card_row("9400B", examples=[])]
+    marked, unmarked = load_codeforces(write_rows(tmp_path / "cf.jsonl", rows))
+    assert marked.tests["examples"] == [1]  # official test 2 is example 1; example 2 is not graded
+    assert visible_indices(marked) == (1,)
+    assert "examples" not in unmarked.tests and len(visible_indices(unmarked)) == 1
 
 
 def test_incomplete_tests_are_kept_when_relaxed(mixed_file, caplog):

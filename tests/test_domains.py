@@ -245,7 +245,7 @@ def test_hub_rows_map_to_expected_fields():
     cf = load_problems("codeforces", source=str(FIXTURES / "codeforces.jsonl"))
     # interactive 9001C skipped; 9001B has no official tests (its examples never stand in)
     assert [p.id for p in cf] == ["codeforces/local/9001A"]
-    assert cf[0].tests["time_limit_s"] == 1.0 and cf[0].tests["memory_limit_mb"] == 256
+    assert cf[0].tests["time_limit_s"] == 10.0 and cf[0].tests["memory_limit_mb"] == 256
     assert len(cf[0].tests["cases"]) == 2
     linguini = load_problems("linguini", source=str(FIXTURES / "linguini.jsonl"))
     assert [p.answer for p in linguini] == ["the children sing", "three"]  # other BBEH task dropped

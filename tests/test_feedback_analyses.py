@@ -29,7 +29,8 @@ PROBLEMS = ("p0", "p1")
 def _group(student, teacher, solved, mode="teacher", history=1, reference="none") -> list[dict]:
     """One feedback group: problem p_i solved at attempt ``solved[i]`` (None: never)."""
     config = {"k_max": K, "history": history, "teacher_reference": reference}
-    config["execution_context"] = "feedback"
+    config["execution_context"] = "structured"
+    config["execution_tests"] = "visible"
     return [
         {
             "protocol": "feedback",
@@ -75,7 +76,7 @@ def feedback():
     return feedback_curves(_records())
 
 
-DEFAULT = ("math", K, "1", "none", "feedback")
+DEFAULT = ("math", K, "1", "none", "structured", "visible")
 
 
 def test_controls_by_hand(feedback):
@@ -103,7 +104,7 @@ def test_controls_by_hand(feedback):
     assert means["best_feedback_acc"] == pytest.approx((0.75, 0.25))
     assert means["best_feedback_gain"] == pytest.approx((0.5, 0.0))
     # at history 3 no student ran self-refinement: no mean
-    assert ("math", K, "3", "none", "feedback") not in control_means(controls)
+    assert ("math", K, "3", "none", "structured", "visible") not in control_means(controls)
 
 
 def test_marginal_gain_by_hand(feedback):
@@ -116,7 +117,7 @@ def test_marginal_gain_by_hand(feedback):
     # mean gain@3 = .25: attempt 2 holds half of it, attempt 3 the rest
     assert found["cumulative_share"] == pytest.approx([0.5, 1.0])
     # one pair is not a matrix
-    assert ("math", K, "3", "answer", "feedback") not in marginal_gains(feedback)
+    assert ("math", K, "3", "answer", "structured", "visible") not in marginal_gains(feedback)
 
 
 def _rows(lifts: list[dict]) -> dict[tuple, dict]:
@@ -125,12 +126,12 @@ def _rows(lifts: list[dict]) -> dict[tuple, dict]:
 
 def test_history_lift_by_hand(feedback):
     rows = _rows(history_lift(feedback))
-    none = rows[(("3",), ("none", "feedback"))]
+    none = rows[(("3",), ("none", "structured", "visible"))]
     # A/B: AUC 1 − 5/6, acc@3 1 − 1; B/B: AUC 2/3 − 1/6, acc@3 1 − .5 (B/C has no match)
     assert none["baseline"] == ("1",) and none["cells"] == 2
     assert none["lift"]["auc"] == pytest.approx((1 / 3, 1 / 6))
     assert none["lift"]["acc@K"] == pytest.approx((0.25, 0.25))
-    answer = rows[(("3",), ("answer", "feedback"))]
+    answer = rows[(("3",), ("answer", "structured", "visible"))]
     assert answer["cells"] == 1 and answer["lift"]["auc"][0] == pytest.approx(5 / 6)
     assert math.isnan(answer["lift"]["auc"][1])
     pooled = rows[(("3",), "all")]  # the three cells of both access settings
@@ -141,23 +142,31 @@ def test_history_lift_by_hand(feedback):
 def test_access_lift_by_hand(feedback):
     rows = _rows(access_lift(feedback))
     assert set(rows) == {
-        (("answer", "feedback"), ("1",)),
-        (("answer", "feedback"), ("3",)),
-        (("answer", "feedback"), "all"),
+        (("answer", "structured"), ("1", "visible")),
+        (("answer", "structured"), ("3", "visible")),
+        (("answer", "structured"), "all"),
     }
-    first = rows[(("answer", "feedback"), ("1",))]
+    first = rows[(("answer", "structured"), ("1", "visible"))]
     # A/B: AUC 1 − 5/6; B/B: 1/6 − 1/6
-    assert first["baseline"] == ("none", "feedback") and first["cells"] == 2
+    assert first["baseline"] == ("none", "structured") and first["cells"] == 2
     assert first["lift"]["auc"] == pytest.approx((1 / 12, 1 / 12))
     assert first["lift"]["acc@K"] == pytest.approx((0.0, 0.0))
-    third = rows[(("answer", "feedback"), ("3",))]  # B/B: 1 − 2/3
+    third = rows[(("answer", "structured"), ("3", "visible"))]  # B/B: 1 − 2/3
     assert third["cells"] == 1 and third["lift"]["auc"][0] == pytest.approx(1 / 3)
-    assert rows[(("answer", "feedback"), "all")]["lift"]["auc"][0] == pytest.approx(1 / 6)
+    assert rows[(("answer", "structured"), "all")]["lift"]["auc"][0] == pytest.approx(1 / 6)
 
 
 def test_access_lift_needs_the_baseline_access():
     records = [r for r in _records() if r["config"]["teacher_reference"] == "answer"]
     assert access_lift(feedback_curves(records)) == []
+
+
+def test_runs_from_when_the_default_context_was_feedback_keep_their_baseline():
+    records = _records()
+    for record in records:
+        record["config"]["execution_context"] = "feedback"
+    rows = _rows(access_lift(feedback_curves(records)))
+    assert rows[(("answer", "feedback"), ("1", "visible"))]["baseline"] == ("none", "feedback")
 
 
 def test_matrix_summary_means_and_ses_over_students():
@@ -203,10 +212,10 @@ def test_report_shows_the_feedback_analyses(tmp_path):
     ]
     assert [float(r["cumulative_share"]) for r in marginal] == pytest.approx([0.5, 1.0])
     history = {(r["value"], r["fixed"]): r for r in _csv(out, "feedback_history_lift")}
-    assert float(history[("3", "none/feedback")]["auc_lift"]) == pytest.approx(1 / 3)
+    assert float(history[("3", "none/structured/visible")]["auc_lift"]) == pytest.approx(1 / 3)
     assert float(history[("3", "all")]["auc_lift"]) == pytest.approx(1 / 2)
     access = {(r["value"], r["fixed"]): r for r in _csv(out, "feedback_access_lift")}
-    assert float(access[("answer/feedback", "1")]["auc_lift"]) == pytest.approx(1 / 12)
+    assert float(access[("answer/structured", "1/visible")]["auc_lift"]) == pytest.approx(1 / 12)
     summary = _csv(out, "matrix_summary_math_k3")
     assert {r["statistic"] for r in summary} >= {"best − worst", "spearman ρ", "inversion rate"}
     page = (out / "report.html").read_text(encoding="utf-8")

@@ -170,6 +170,7 @@ CODE_PROBLEM = Problem(
     tests={
         "kind": "stdio",
         "cases": [{"input": "1\n", "output": "2\n"}, {"input": "5\n", "output": "6\n"}],
+        "examples": [0],  # the visible test, so "Test 1" reaches the teacher
     },
 )
 

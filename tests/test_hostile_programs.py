@@ -8,6 +8,7 @@ expected outputs are all integers near 1e9.
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
@@ -208,7 +209,9 @@ def verify_all(pairs):
 
 @pytest.fixture(scope="module")
 def function_problems():
-    return [humaneval_problem(humaneval_problems()[task]) for task in FUNCTION_TASKS]
+    """With a 2 s per-test timeout: the attacks that sleep must not wait out the paper's 10 s."""
+    problems = [humaneval_problem(humaneval_problems()[task]) for task in FUNCTION_TASKS]
+    return [dataclasses.replace(p, tests={**p.tests, "time_limit_s": 2.0}) for p in problems]
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,12 @@ def test_monitor_runs_with_other_settings_are_not_pooled(setting):
 
 @pytest.mark.parametrize(
     "setting",
-    [{"history": 3}, {"teacher_reference": "solution"}, {"execution_context": "none"}],
+    [
+        {"history": 3},
+        {"teacher_reference": "solution"},
+        {"execution_context": "none"},
+        {"execution_tests": "all"},
+    ],
 )
 def test_feedback_runs_with_other_settings_are_not_pooled(setting):
     episodes = [

@@ -155,7 +155,8 @@ def test_older_self_feedback_records_are_the_self_critique_column():
                     "k_max": 2,
                     "history": 1,
                     "teacher_reference": "none",
-                    "execution_context": "feedback",
+                    "execution_context": "structured",
+                    "execution_tests": "visible",
                 },
             }  # fmt: skip
             for i, s in enumerate(solved)

@@ -109,9 +109,9 @@ def test_a_repeated_program_runs_once(monkeypatch):
     runs: list = []
     real = code.run_tests
 
-    def counted(program, tests):
+    def counted(program, tests, visible=None):
         runs.append(program)
-        return real(program, tests)
+        return real(program, tests, visible)
 
     monkeypatch.setattr(code, "run_tests", counted)
     executor = _executor()

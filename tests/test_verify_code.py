@@ -94,7 +94,7 @@ def test_partial_pass_rate_and_first_failure():
     failure = verdict.details["first_failure"]
     assert failure["test"] == 1 and failure["status"] == "wrong_answer"
     assert failure["expected"] == "30" and failure["got"] == "200\n"
-    text = render_execution_context(verdict.details, "feedback")
+    text = render_execution_context(verdict.details, "feedback", tests="all")
     assert "passed 2 of 3 tests" in text and "Test 2 produced the wrong output" in text
     assert "200" in text
 

@@ -44,7 +44,14 @@ ENV_FLAGS = {
         "teacher: the matrix diagonal) or self_critique (the student reviews its own attempt)",
     ),
     "teacher_reference": (str, "feedback: none, answer or solution"),
-    "execution_context": (str, "feedback: structured, feedback, traceback or none"),
+    "execution_context": (
+        str,
+        "feedback, code: structured (default, the paper's), feedback, traceback or none",
+    ),
+    "execution_tests": (
+        str,
+        "feedback, code: which tests the context shows: visible (default) or all (the paper's)",
+    ),
 }
 
 

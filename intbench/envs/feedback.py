@@ -73,6 +73,7 @@ the teacher's prompt (and the teacher's reference access), self-critique a revie
 its own attempt."""
 REFERENCE_KINDS = ("none", "answer", "solution")
 EXECUTION_CONTEXTS = ("structured", "feedback", "traceback", "none")
+EXECUTION_TESTS = ("visible", "all")
 REWARDS = ("success", "auc")
 # The feedback paper's teacher sampling (App. A.2: T=1.0, top-p 0.95, the domain's
 # output limit; its student's is STUDENT_DEFAULTS).
@@ -91,8 +92,14 @@ class FeedbackOptions(EnvOptions):
         teacher_reference: ``"none"``, ``"answer"`` or ``"solution"`` — what
             privileged reference the teacher sees (never the student) [``"none"``].
         execution_context: for code domains, how the test results are shown to
-            the teacher: ``"structured"``, ``"feedback"``, ``"traceback"``,
-            ``"none"`` [``"feedback"``].
+            the teacher: ``"structured"`` (the feedback paper's dense-matrix
+            setting, Table 2), ``"feedback"``, ``"traceback"``, ``"none"``
+            [``"structured"``].
+        execution_tests: for code domains, which tests' inputs and outputs the
+            execution context may show: ``"visible"`` (the problem's examples or
+            a fixed share of its tests, :mod:`intbench.verifiers.code_split`;
+            grading still runs all) or ``"all"`` (the first failing graded test,
+            as in the feedback paper) [``"visible"``].
         mode: ``"teacher"``, ``"self_refine"``, ``"self_feedback"`` (the student's
             model as its own teacher, teacher prompt) or ``"self_critique"`` (the
             student's critique prompt) [``"teacher"``].
@@ -105,7 +112,8 @@ class FeedbackOptions(EnvOptions):
     k_max: int = 10
     history: int = 1
     teacher_reference: str = "none"
-    execution_context: str = "feedback"
+    execution_context: str = "structured"
+    execution_tests: str = "visible"
     mode: str = "teacher"
     reward: str = "success"
     teacher_sampling: Mapping[str, Any] | None = None
@@ -115,6 +123,7 @@ class FeedbackOptions(EnvOptions):
         check_choice("mode", self.mode, MODES)
         check_choice("teacher_reference", self.teacher_reference, REFERENCE_KINDS)
         check_choice("execution_context", self.execution_context, EXECUTION_CONTEXTS)
+        check_choice("execution_tests", self.execution_tests, EXECUTION_TESTS)
         check_choice("reward", self.reward, REWARDS)
         check_count("k_max", self.k_max, 1)
         check_count("history", self.history, 1)
@@ -168,6 +177,7 @@ class FeedbackEnv(FlowEnv):
                 "history": self.options.history,
                 "teacher_reference": self.options.teacher_reference,
                 "execution_context": self.options.execution_context,
+                "execution_tests": self.options.execution_tests,
                 "reward": self.options.reward,
                 "student_sampling": dict(self.student_sampling.__dict__),
                 "teacher_sampling": dict(self.teacher_sampling.__dict__),
@@ -305,7 +315,9 @@ class FeedbackEnv(FlowEnv):
                 return None
             from intbench.verifiers.code import render_execution_context
 
-            return render_execution_context(verdict.details, self.options.execution_context)
+            return render_execution_context(
+                verdict.details, self.options.execution_context, self.options.execution_tests
+            )
         if kind == "grid":
             return verdict.feedback or None
         return None

@@ -106,10 +106,12 @@ class FeedbackKey(NamedTuple):
     history: str = "unknown"
     teacher_reference: str = "unknown"
     execution_context: str = "unknown"
+    execution_tests: str = "unknown"
 
 
-SETTINGS = ("history", "teacher_reference", "execution_context")
-"""The env options besides K that change what the student or teacher sees (feedback paper §4.3)."""
+SETTINGS = ("history", "teacher_reference", "execution_context", "execution_tests")
+"""The env options besides K that change what the student or teacher sees (feedback paper §4.3;
+``execution_tests``: which code tests the execution context may show)."""
 
 
 def _setting(episode: Episode, name: str) -> str:

@@ -48,6 +48,8 @@ HISTORY = ("history",)
 ACCESS = ("teacher_reference", "execution_context")
 BASELINE_ACCESS = ("none", DEFAULT_SETTING[2])
 """The dense matrix's access: no reference, the env's default execution context."""
+EARLIER_BASELINE_ACCESS = ("none", "feedback")
+"""The same for runs made while the env's default context was ``feedback``."""
 
 
 def feedback_curves(episodes: Records) -> Curves:
@@ -275,7 +277,7 @@ def smallest_history(values: list[tuple]) -> tuple | None:
 
 def baseline_access(values: list[tuple]) -> tuple | None:
     """The dense matrix's access (no reference, default execution context), if it was run."""
-    return BASELINE_ACCESS if BASELINE_ACCESS in values else None
+    return next((a for a in (BASELINE_ACCESS, EARLIER_BASELINE_ACCESS) if a in values), None)
 
 
 def history_lift(curves: Curves) -> list[dict[str, Any]]:

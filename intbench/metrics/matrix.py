@@ -38,8 +38,8 @@ DIAGONAL_NOTE = (
     "self_critique: the student reviewing its own attempt with a critique prompt."
 )
 MATRIX_METRICS = ("acc@1", "acc@K", "gain", "auc")
-DEFAULT_SETTING = ("1", "none", "feedback")
-"""The feedback env's default history, teacher reference and execution context."""
+DEFAULT_SETTING = ("1", "none", "structured", "visible")
+"""The feedback env's default history, teacher reference, execution context and tests shown."""
 
 
 # ------------------------------------------------------------- statistics

@@ -17,15 +17,17 @@ import json
 import math
 import re
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from intbench.records import Problem, Verdict
 from intbench.verifiers.bounds import graded_part
+from intbench.verifiers.code_split import visible_indices
 from intbench.verifiers.sandbox import CaseOutcome, SandboxLimits, run_program
 
 EXECUTION_CONTEXT_MODES = ("structured", "feedback", "traceback", "none")
+EXECUTION_TESTS = ("visible", "all")
 FLOAT_TOLERANCE = 1e-6
 _SHOW_CHARS = 500  # how much of an input/output a failure report shows
 _TOTAL_TIME_RANGE_S = (10.0, 20.0)
@@ -49,7 +51,9 @@ class ExecutionResult:
     ``"runtime_error"``, ``"timeout"``, ``"output_limit"``, ``"crashed"``,
     ``"not_run"``, ``"syntax_error"`` or ``"no_code"``); ``first_failure``
     holds its test index (0-based), input, expected and actual output and
-    error text, each truncated.
+    error text, each truncated.  ``visible`` lists the tests the teacher may
+    see (:mod:`intbench.verifiers.code_split`; ``None``: not known, so none) and
+    ``visible_failure`` is the first of them that failed, with its error output.
     """
 
     passed: int
@@ -61,6 +65,8 @@ class ExecutionResult:
     statuses: list[str] = field(default_factory=list)
     isolation: str | None = None
     seconds: float = 0.0
+    visible: list[int] | None = None
+    visible_failure: dict | None = None
 
     @property
     def pass_rate(self) -> float:
@@ -185,22 +191,28 @@ def _check_tests(tests: Any) -> str | None:
     return None
 
 
-def run_tests(program: str, tests: Mapping) -> ExecutionResult:
+def run_tests(
+    program: str, tests: Mapping, visible: Sequence[int] | None = None
+) -> ExecutionResult:
     """Run ``program`` on ``tests`` (the ``Problem.tests`` format) and score it.
 
-    Raises ``ValueError`` for malformed tests; a sandbox that cannot start
-    raises :class:`RuntimeError`.
+    ``visible``: indices of the tests the teacher may see; the first of them
+    that fails is kept as ``visible_failure``.  Raises ``ValueError`` for
+    malformed tests; a sandbox that cannot start raises :class:`RuntimeError`.
     """
     problem_error = _check_tests(tests)
     if problem_error:
         raise ValueError(problem_error)
     cases = tests["cases"]
+    shown = None if visible is None else sorted(visible)
     try:
         compile(program, "solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         text = "".join(traceback.format_exception_only(type(exc), exc))
         failure = {"test": None, "error": _truncate(text, 2000)}
-        return ExecutionResult(0, len(cases), "syntax_error", first_failure=failure, traceback=text)
+        return ExecutionResult(
+            0, len(cases), "syntax_error", first_failure=failure, traceback=text, visible=shown
+        )
     run = run_program(
         program,
         cases,
@@ -223,6 +235,7 @@ def run_tests(program: str, tests: Mapping) -> ExecutionResult:
         statuses=statuses,
         isolation=run.isolation,
         seconds=run.seconds,
+        visible=shown,
     )
     failed = next((i for i, s in enumerate(statuses) if s != "passed"), None)
     if failed is not None:
@@ -230,6 +243,13 @@ def run_tests(program: str, tests: Mapping) -> ExecutionResult:
         result.status = statuses[failed]
         result.traceback = outcome.stderr
         result.first_failure = _failure(failed, tests["kind"], case, outcome, statuses[failed])
+    failed = next((i for i in shown or () if statuses[i] != "passed"), None)
+    if failed is not None:
+        case, outcome = cases[failed], run.outcomes[failed]
+        result.visible_failure = {
+            **_failure(failed, tests["kind"], case, outcome, statuses[failed]),
+            "traceback": outcome.stderr,
+        }
     return result
 
 
@@ -274,14 +294,14 @@ def verify_code(problem: Problem, response: str) -> Verdict:
         details = {"reason": "no_code", **result.to_dict()}
         return Verdict("incorrect", 0.0, None, "No code found in the response.", details)
     try:
-        result = run_tests(code, problem.tests)
+        result = run_tests(code, problem.tests, visible_indices(problem))
     except (ValueError, TypeError) as exc:  # e.g. a non-numeric time_limit_s
         return Verdict.error(f"cannot verify {problem.id}: {exc}", reason="bad_tests")
     except (RuntimeError, OSError) as exc:
         return Verdict.error(f"sandbox error: {exc}", reason="sandbox_error")
     status = "correct" if result.passed == result.total else "incorrect"
     details = {"reason": result.status, **result.to_dict()}
-    feedback = render_execution_context(result, "feedback")
+    feedback = render_execution_context(result, "feedback", tests="all")
     return Verdict(status, result.pass_rate, code, feedback, details)
 
 
@@ -294,7 +314,9 @@ def code_cache_key(problem: Problem, response: str) -> str | None:
 verify_code.cache_key = code_cache_key  # see intbench.verifiers.memo
 
 
-def render_execution_context(result: ExecutionResult | Mapping, mode: str) -> str:
+def render_execution_context(
+    result: ExecutionResult | Mapping, mode: str, tests: str = "visible"
+) -> str:
     """Render an execution result for a prompt.
 
     Modes: ``"structured"`` (compact JSON summary), ``"feedback"`` (a
@@ -302,12 +324,21 @@ def render_execution_context(result: ExecutionResult | Mapping, mode: str) -> st
     (the raw error output of the first failing test, or a one-line status
     when it raised none) and ``"none"`` (empty).  ``result`` may also be the
     dict stored in ``Verdict.details``.
+
+    ``tests``: ``"visible"`` shows the inputs, outputs and errors of visible
+    tests only (:mod:`intbench.verifiers.code_split`) and, of the held-out
+    ones, how many passed and the first one's status; ``"all"`` shows the
+    first failing test whichever it is (the feedback paper's setting, A.5).
     """
     if mode not in EXECUTION_CONTEXT_MODES:
         raise ValueError(f"mode must be one of {EXECUTION_CONTEXT_MODES}, got {mode!r}")
+    if tests not in EXECUTION_TESTS:
+        raise ValueError(f"tests must be one of {EXECUTION_TESTS}, got {tests!r}")
     data = result.to_dict() if isinstance(result, ExecutionResult) else dict(result)
     if mode == "none":
         return ""
+    if tests == "visible":
+        data = _visible_view(data)
     failure = data.get("first_failure") or {}
     if mode == "structured":
         summary = {
@@ -316,6 +347,8 @@ def render_execution_context(result: ExecutionResult | Mapping, mode: str) -> st
             "status": data["status"],
             "timed_out": data.get("timed_out", False),
         }
+        if "held_out" in data:
+            summary["held_out"] = data["held_out"]
         if failure:
             # No wall-clock time: the same program must give the same observation.
             summary["first_failure"] = {
@@ -326,9 +359,38 @@ def render_execution_context(result: ExecutionResult | Mapping, mode: str) -> st
         if data.get("traceback"):
             return data["traceback"]
         if data["status"] == "passed":
-            return ""
+            held_out = data.get("held_out")
+            return (
+                "" if not held_out or held_out["status"] == "passed" else _held_out_line(held_out)
+            )
         return _describe_failure(data, failure).splitlines()[0]
     return _feedback_text(data, failure)
+
+
+def _visible_view(data: Mapping) -> dict:
+    """``data`` as the teacher may see it: counts, status and first failure over the
+    visible tests, and only counts and a status of the held-out ones."""
+    if data["status"] in ("no_code", "syntax_error"):  # no test ran: nothing to hide
+        return dict(data)
+    statuses = data.get("statuses") or []
+    shown = set(data.get("visible") or ())
+    mine = [s for i, s in enumerate(statuses) if i in shown]
+    hidden = [s for i, s in enumerate(statuses) if i not in shown]
+    visible_failure = dict(data.get("visible_failure") or {})
+    traceback_text = visible_failure.pop("traceback", "")
+    return {
+        "passed": mine.count("passed"),
+        "total": len(mine),
+        "status": visible_failure.get("status", "passed"),
+        "timed_out": data.get("timed_out", False),
+        "held_out": {
+            "passed": hidden.count("passed"),
+            "total": len(hidden),
+            "status": next((s for s in hidden if s != "passed"), "passed"),
+        },
+        "first_failure": visible_failure or None,
+        "traceback": traceback_text,
+    }
 
 
 _STATUS_TEXT = {
@@ -366,16 +428,39 @@ def _describe_failure(data: Mapping, failure: Mapping) -> str:
 
 
 def _feedback_text(data: Mapping, failure: Mapping) -> str:
-    if data["status"] == "passed":
-        return f"All {data['total']} tests passed."
     if data["status"] in ("no_code", "syntax_error"):
         return _describe_failure(data, failure)
-    head = f"Your program passed {data['passed']} of {data['total']} tests."
-    return f"{head}\n{_describe_failure(data, failure)}"
+    held_out = data.get("held_out")
+    if held_out is None:
+        if data["status"] == "passed":
+            return f"All {data['total']} tests passed."
+        head = f"Your program passed {data['passed']} of {data['total']} tests."
+        return f"{head}\n{_describe_failure(data, failure)}"
+    lines = [
+        f"Your program passed {data['passed']} of {data['total']} visible tests."
+        if data["total"]
+        else "No test of this problem is visible."
+    ]
+    if data["status"] != "passed":
+        lines.append(_describe_failure(data, failure))
+    lines.append(_held_out_line(held_out))
+    return "\n".join(lines)
+
+
+def _held_out_line(held_out: Mapping) -> str:
+    status = held_out["status"]
+    how = (
+        "" if status == "passed" else f"; the first failing one {_STATUS_TEXT.get(status, status)}"
+    )
+    return (
+        f"It passed {held_out['passed']} of {held_out['total']} held-out tests{how}. "
+        "Held-out tests' inputs and outputs are not shown."
+    )
 
 
 __all__ = [
     "EXECUTION_CONTEXT_MODES",
+    "EXECUTION_TESTS",
     "ExecutionResult",
     "extract_code",
     "outputs_match",

@@ -28,7 +28,10 @@ defaults without the log line):
   grading: they are part of the question the student sees.
 
 Tests are the first :data:`DEFAULT_MAX_TESTS` official tests ("at most 16 test
-cases", App. A.4), or ``max_tests``.
+cases", App. A.4), or ``max_tests``; the official tests that repeat a statement
+example are marked (``tests["examples"]``), so the feedback teacher may see
+them (:mod:`intbench.verifiers.code_split`).  Every problem of this domain gets
+the paper's per-test timeout, :func:`case_timeout_s` (App. A.4).
 
 Alternative source: ``codeparrot/apps`` (MIT), the set the feedback paper's
 script ran, loaded from its Parquet copy ``metr-evals/apps`` (same columns and
@@ -79,6 +82,11 @@ APPS_HUB_ID = "metr-evals/apps"  # Parquet copy of APPS_ID that datasets >= 4 ca
 APPS_LICENSE = "MIT"
 DEFAULT_MAX_TESTS = 16
 """Tests kept per problem: the feedback paper runs "at most 16 test cases" (App. A.4)."""
+DEFAULT_CASE_TIMEOUT_S = 10.0
+TIME_LIMIT_FACTOR = 10.0
+CASE_TIMEOUT_RANGE_S = (5.0, 20.0)
+"""Per-test timeouts of the feedback paper's code env (App. A.4): 10 s, or 10x the
+dataset's time limit when it has one, clamped to 5-20 s (:func:`case_timeout_s`)."""
 HUMANEVAL_LICENSE = "MIT"
 HUMANEVAL_URL = "https://github.com/openai/human-eval"
 
@@ -172,13 +180,36 @@ def _capped(cases: list[dict], options: LoaderOptions) -> list[dict]:
     return cases if options.max_tests is None else cases[: options.max_tests]
 
 
-def _stdio_tests(cases: list[dict], time_limit: object = None, memory_limit: object = None) -> dict:
-    tests: dict = {"kind": "stdio", "cases": cases}
-    if time_limit:
-        tests["time_limit_s"] = float(time_limit)
+def case_timeout_s(time_limit: object = None) -> float:
+    """The sandbox's per-test timeout for a problem whose dataset time limit is
+    ``time_limit`` seconds (``None``/0: none), as in the feedback paper, App. A.4."""
+    low, high = CASE_TIMEOUT_RANGE_S
+    timeout = float(time_limit) * TIME_LIMIT_FACTOR if time_limit else DEFAULT_CASE_TIMEOUT_S
+    return min(high, max(low, timeout))
+
+
+def _stdio_tests(
+    cases: list[dict],
+    time_limit: object = None,
+    memory_limit: object = None,
+    examples: list[int] | None = None,
+) -> dict:
+    tests: dict = {"kind": "stdio", "cases": cases, "time_limit_s": case_timeout_s(time_limit)}
     if memory_limit:
         tests["memory_limit_mb"] = int(memory_limit)
+    if examples:
+        tests["examples"] = examples
     return tests
+
+
+def _example_indices(cases: list[dict], examples: list) -> list[int]:
+    """Which graded cases are the statement's examples (same input, same output)."""
+    shown = {(_plain(e.get("input")), _plain(e.get("output"))) for e in examples}
+    return [i for i, c in enumerate(cases) if (_plain(c["input"]), _plain(c["output"])) in shown]
+
+
+def _plain(text: object) -> str:
+    return "\n".join(line.rstrip() for line in str(text).strip().splitlines())
 
 
 def _check_codeforces_row(row: dict, options: LoaderOptions) -> None:
@@ -204,12 +235,14 @@ def codeforces_row_to_problem(
     if not official:
         raise SkipRow("no tests")
     cases = [{"input": str(c["input"]), "output": str(c["output"])} for c in official]
+    kept = _capped(cases, options)
+    examples = _example_indices(kept, as_list(row.get("examples")))
     problem_id = row.get("id") or f"{row.get('contest_id', '')}{row.get('index', index)}"
     return Problem(
         id=f"codeforces/{split}/{problem_id}",
         domain="codeforces",
         question=_codeforces_question(row),
-        tests=_stdio_tests(_capped(cases, options), row.get("time_limit"), row.get("memory_limit")),
+        tests=_stdio_tests(kept, row.get("time_limit"), row.get("memory_limit"), examples),
         fields={"editorial": row.get("editorial")},
         metadata=hub_provenance(
             HUB_ID,
@@ -415,7 +448,10 @@ def humaneval_problem(record: dict) -> Problem:
         domain="codeforces",
         question=humaneval_question(record["prompt"]),
         solution=record["prompt"] + record["canonical_solution"],
-        tests=split_check(record["test"], record["entry_point"], record["prompt"]),
+        tests={
+            **split_check(record["test"], record["entry_point"], record["prompt"]),
+            "time_limit_s": case_timeout_s(),
+        },
         metadata=provenance(
             "human-eval", "test", HUMANEVAL_LICENSE, HUMANEVAL_URL, task_id=task_id
         ),

@@ -41,7 +41,8 @@ built from the statement's examples and kept only where the reference agrees:
   Classes without one clear ``Solution`` method (design problems), inputs
   that are not literals and linked-list/tree types drop rows this way.
 
-The tests are the statement's own examples, so the student sees them all.
+The tests are the statement's own examples, so the student sees them all (and
+they are marked so: ``tests["examples"]``, all visible to a feedback teacher).
 The outcome of each check is cached (``$INTBENCH_CACHE``), so only the first
 load runs the sandbox.  Rows with their own ``tests`` column in IntBench's
 format keep those tests and programs as they are.
@@ -371,6 +372,7 @@ def debugbench_problem(row: dict, split: str, index: int) -> Problem:
         reference, buggy = leetcode_program(reference, method), leetcode_program(buggy, method)
         cases = checked_cases(reference, buggy, method, [example_test(*e) for e in examples])
         tests = function_tests(method, cases)
+        tests["examples"] = list(range(len(cases)))  # the statement shows every one
         instruction = (
             "The Python program below should solve this problem, but it has a bug. Find "
             f"the bug and fix it. Keep the imports at the top and the function `{method}` "
