@@ -255,7 +255,9 @@ def test_leak_rate_is_leaks_over_all_judge_responses_paper_a6(tmp_path, cache):
         return replies[update_of(messages)]
 
     run = write_run(tmp_path / "run", AUDIT_RECORDS)
-    audit = run_leakage_audit(run, ScriptedBackend(judge), problems=PROBLEMS, cache=cache, samples=10)
+    audit = run_leakage_audit(
+        run, ScriptedBackend(judge), problems=PROBLEMS, cache=cache, samples=10
+    )
     everyone = audit.summary["all"]
     assert everyone["leak_rate"].value == pytest.approx(0.4)
     assert (everyone["n_responses"], everyone["n_unreadable"], everyone["n_errors"]) == (5, 1, 1)

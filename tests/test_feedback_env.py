@@ -109,7 +109,9 @@ def test_history_controls_what_student_and_teacher_see(h):
     student = CountingStudent(right_at=99)
     env = make(student, history=h, k_max=6)
     env.reset(seed=0)
-    for turn in range(4):  # step 1 is attempt 1; the action of step t+1 is the feedback on attempt t
+    for turn in range(
+        4
+    ):  # step 1 is attempt 1; the action of step t+1 is the feedback on attempt t
         _, _, _, _, info = env.step({"intervene": 1, "message": f"hint number {turn}"})
     teacher = info["messages"][-1]["content"]
     env.step({"intervene": 1, "message": "hint number 4"})

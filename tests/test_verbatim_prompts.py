@@ -45,7 +45,7 @@ NOT_IN_THE_PAPER = {
         "answer, and (4) whether the student's answer is correct/incorrect.": "teacher_access=False",
         "Quote: <If 'Yes', provide the 5 words in the reasoning transcript immediately preceding "
         "the point where you would intervene in the reasoning transcript (not in the student's "
-        'final answer). Format as a single string: "word1 word2 word3 word4 word5" If \'No\', '
+        "final answer). Format as a single string: \"word1 word2 word3 word4 word5\" If 'No', "
         "leave this blank.>": "Oracle location field label Quote: (the paper's Time:)",
     },
     "monitor/teacher_standard.system.j2": {
@@ -142,10 +142,14 @@ def test_omni_math_student_prompts_are_a8_word_for_word():
     )
     # The A.8 refinement message closes the retry prompt (the window's attempts come before it).
     assert normalise(with_feedback).endswith(
-        " " + a8_block(paper, "Refinement user prompt, feedback condition:", "Refinement user prompt, self")
+        " "
+        + a8_block(
+            paper, "Refinement user prompt, feedback condition:", "Refinement user prompt, self"
+        )
     )
     assert normalise(plain).endswith(
-        " " + a8_block(paper, "self-refinement/no-feedback condition:", "Omni-MATH teacher prompts.")
+        " "
+        + a8_block(paper, "self-refinement/no-feedback condition:", "Omni-MATH teacher prompts.")
     )
 
 

@@ -163,7 +163,9 @@ def _teacher_summary(rows: list[dict], samples: int) -> dict:
     overlap_only = sum(1 for r in compared if not r["leaked"] and r["overlap_leaked"])
     return {
         # A.6: identified leaks / all judge responses (an unreadable reply identifies none).
-        "leak_rate": bootstrap(groups, lambda rs: _rate(rs, lambda r: r["leaked"] is True), samples),
+        "leak_rate": bootstrap(
+            groups, lambda rs: _rate(rs, lambda r: r["leaked"] is True), samples
+        ),
         "overlap_leak_rate": bootstrap(
             compared_groups, lambda rs: _rate(rs, lambda r: r["overlap_leaked"]), samples
         ),

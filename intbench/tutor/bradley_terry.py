@@ -35,8 +35,8 @@ paper's iteration) and reported on both scales:
 The win-rate matrix and its delta-method standard errors do not depend on
 the constraint.
 
-A teacher that never wins (none of its wins count against a teacher with
-π > 0) gets π = 0, where the paper's update (C.7.2, π_i ← w_i / ..., with
+A teacher that is beaten but never wins (or wins only over teachers with
+π = 0) gets π = 0, where the paper's update (C.7.2, π_i ← w_i / ..., with
 w_i = 0) puts it; the others are fitted among themselves, since comparisons
 with a π = 0 teacher carry no information about them (its C.7.3 terms are
 0).  Such a teacher has no standard error, no log strength (log 0) and its win
@@ -61,10 +61,11 @@ import numpy as np
 
 @dataclass(frozen=True)
 class SessionRanking:
-    """One session's ranking (KITE C.7.1): the models ranked, best first, and
-    the model the session was done with (``latest``, one of them)."""
+    """One session's ranking (KITE C.7.1): the models ranked, best first (or
+    ``{model: score}``, higher is better, equal scores a tie), and the model the
+    session was done with (``latest``, one of them)."""
 
-    order: Sequence[str]
+    order: Sequence[str] | Mapping[str, float]
     latest: str
 
     def __post_init__(self) -> None:
@@ -151,7 +152,7 @@ class BradleyTerry:
         comparisons: ``n_ij``, the comparisons per pair (with the prior).
         wins: the observed wins (with the prior).
         constraint: ``"sum_zero"`` or the reference teacher's name.
-        never_won: teachers with π = 0 (no wins against a teacher with π > 0):
+        never_won: teachers with π = 0 (beaten, and no win over a teacher with π > 0):
             their SEs, log strengths and win-rate SEs are undefined (NaN).
     """
 
@@ -217,7 +218,9 @@ class BradleyTerry:
         lines = [header + " |", "|" + "---|" * (5 + len(order))]
         for i in order:
             cells = [
-                "—" if i == j else f"{_value_text(self.win_rate[i, j], '.2f')} ± "
+                "—"
+                if i == j
+                else f"{_value_text(self.win_rate[i, j], '.2f')} ± "
                 f"{_se_text(self.win_rate_se[i, j])}"
                 for j in order
             ]
@@ -261,7 +264,7 @@ def fit_bradley_terry(
         max_iter: Newton iterations before giving up.
 
     Raises:
-        ValueError: fewer than two teachers, no win at all, an unknown reference
+        ValueError: fewer than two teachers, an unknown reference
             or one at π = 0, a negative prior, or data for which the MLE does not
             exist among the teachers with π > 0 (the message says why).
     """
@@ -281,8 +284,6 @@ def fit_bradley_terry(
     comparisons = wins + wins.T
     zero = _never_winning(wins)
     rest = [i for i in range(len(names)) if i not in zero]
-    if not rest:
-        raise ValueError(f"Bradley–Terry needs at least one win, got none among {names}")
     never_won = [names[i] for i in sorted(zero)]
     if constraint in never_won or pi_reference in never_won:
         raise ValueError(
@@ -323,11 +324,12 @@ def fit_bradley_terry(
 
 
 def _never_winning(wins: np.ndarray) -> set[int]:
-    """The teachers at π = 0: no win, or wins only against teachers at π = 0."""
+    """The teachers at π = 0: beaten by a teacher with π > 0 and never beating one
+    (no win at all, or wins only over teachers at π = 0)."""
     zero: set[int] = set()
     while True:
         alive = [j for j in range(len(wins)) if j not in zero]
-        more = {i for i in alive if wins[i, alive].sum() == 0}
+        more = {i for i in alive if wins[i, alive].sum() == 0 and wins[alive, i].sum() > 0}
         if not more:
             return zero
         zero |= more

@@ -59,7 +59,9 @@ def boxed_answer(problem: Problem) -> str:
     return f"\\boxed{{{problem.answer}}}"
 
 
-BOXED_FORMAT = "End with exactly one final line containing your answer in the form \\boxed{your answer}."
+BOXED_FORMAT = (
+    "End with exactly one final line containing your answer in the form \\boxed{your answer}."
+)
 """The MATH domain's answer format: the final answer in \\boxed{}."""
 
 
