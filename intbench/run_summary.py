@@ -102,6 +102,7 @@ class RunSummary:
         self.done = self.failed = self.retried = self.skipped = 0
         self.total = 0
         self.finished = False
+        self.settings: dict[str, Any] = {}  # what the env resolved itself (the tutor's checker)
 
     def begin(self, name: str) -> None:
         """End the phase running now (the first is ``setup``) and start ``name``."""
@@ -167,6 +168,7 @@ class RunSummary:
             "processes": self.processes,
             "cost_usd": round(sum(costs), 6) if costs else None,
             "models": {role: self.config.get(role) for role in ROLES if self.config.get(role)},
+            "settings": self.settings,
             "intbench": {"version": self.version, "git_revision": _revision()},
         }
 

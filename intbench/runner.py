@@ -179,6 +179,7 @@ def _run_locked(
         setup_started,
     )
     summary.total, summary.skipped, summary.retried = len(keys), skipped, retried
+    summary.settings = first.summary_settings()
     saved_at = [0.0]
 
     def save_summary(force: bool = False) -> None:

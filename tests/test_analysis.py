@@ -80,16 +80,16 @@ def update_of(messages: list[dict]) -> str:
 
 
 def leak_judge(messages: list[dict]) -> str:
-    """Full for 'answer is', Partial for 'substitute', garbage for 'JUNK', else None."""
+    """True for 'answer is' and 'substitute', an unreadable reply for 'JUNK', else False."""
     update = update_of(messages).lower()
     if "junk" in update:
         return "I am not sure what you mean."
-    level = "Full" if "answer is" in update else "Partial" if "substitute" in update else "None"
-    return f"Leakage: {level}\nExplanation: scripted."
+    leaked = "answer is" in update or "substitute" in update
+    return f"Leaked: {leaked}\nExplanation: scripted."
 
 
-# teacher A (monitor): Full, None, Partial, JUNK; overlap flags T, F, F, T
-# teacher B (feedback, one episode): None, (no message), Full; overlap flags F, -, T
+# teacher A (monitor): True, False, True, unreadable; overlap flags T, F, F, T
+# teacher B (feedback, one episode): False, (no message), True; overlap flags F, -, T
 AUDIT_RECORDS = [
     monitor_record("a0", "p0", "hf:A", "The answer is 5.", True),
     monitor_record("a1", "p1", "hf:A", "Check the carry.", False),
@@ -114,18 +114,18 @@ def cache(tmp_path):
 
 # ------------------------------------------------------------------ parsers
 @pytest.mark.parametrize(
-    ("text", "level"),
+    ("text", "leaked"),
     [
-        ("Leakage: Full\nExplanation: gives 5.", "full"),
-        ("**Leakage:** partial.", "partial"),
-        ("- Leakage: None (only a hint)", "none"),
-        ("<think>Leakage: Full</think>\nLeakage: None", "none"),
+        ("Leaked: True\nExplanation: gives 5.", True),
+        ("**Leaked:** false.", False),
+        ("- Leaked: False (only a hint)", False),
+        ("<think>Leaked: True</think>\nLeaked: False", False),
+        ("True", True),
     ],
 )
-def test_parse_leakage_reads_the_level(text, level):
+def test_parse_leakage_reads_true_or_false(text, leaked):
     parsed = parse_leakage(text)
-    assert (parsed.level, parsed.error) == (level, None)
-    assert parsed.leaked == (level != "none")
+    assert (parsed.leaked, parsed.error) == (leaked, None)
 
 
 @pytest.mark.parametrize(
@@ -133,15 +133,16 @@ def test_parse_leakage_reads_the_level(text, level):
     [
         ("", "empty"),
         ("The message is fine.", "missing"),
-        ("Leakage: None, Partial or Full", "several"),
-        ("Leakage: Full\nLeakage: None", "conflicting"),
-        ("Leakage: maybe", "must be"),
+        ("Leaked: True or False", "both"),
+        ("Leaked: True\nLeaked: False", "conflicting"),
+        ("Leaked: maybe", "must be"),
+        ("Leakage: Partial", "missing"),
         (None, "empty"),
     ],
 )
-def test_parse_leakage_errors_are_never_a_no_leak(text, error):
+def test_parse_leakage_errors_are_never_a_verdict(text, error):
     parsed = parse_leakage(text)
-    assert parsed.level is None and parsed.leaked is None
+    assert parsed.leaked is None
     assert error in parsed.error
 
 
@@ -204,18 +205,19 @@ def test_leak_rates_agreement_and_counts_by_hand(tmp_path, cache):
                               cache=cache, samples=200)  # fmt: skip
     a, b, everyone = audit.summary["hf:A"], audit.summary["hf:B"], audit.summary["all"]
     assert list(audit.summary) == ["hf:A", "hf:B", "all"]
-    assert (a["n_messages"], a["n_judged"], a["n_errors"]) == (4, 3, 1)
-    assert a["leak_rate"].value == pytest.approx(2 / 3)
-    assert a["full_leak_rate"].value == pytest.approx(1 / 3)
+    counts = ("n_messages", "n_responses", "n_unreadable", "n_errors")
+    assert tuple(a[k] for k in counts) == (4, 4, 1, 0)
+    # A.6: leaks / all judge responses, the unreadable reply included: 2 / 4
+    assert a["leak_rate"].value == pytest.approx(2 / 4)
     assert a["overlap_leak_rate"].value == pytest.approx(1 / 3)
-    assert a["agreement"].value == pytest.approx(2 / 3)
+    assert a["agreement"].value == pytest.approx(2 / 3)  # over the 3 readable replies
     assert a["confusion"] == {"both": 1, "llm_only": 1, "overlap_only": 0, "neither": 1}
     assert (
-        a["leak_rate"].low <= a["leak_rate"].value <= a["leak_rate"].high and a["leak_rate"].n == 3
+        a["leak_rate"].low <= a["leak_rate"].value <= a["leak_rate"].high and a["leak_rate"].n == 4
     )
     assert b["leak_rate"].value == pytest.approx(0.5) and b["agreement"].value == 1.0
     assert b["leak_rate"].n == 1 and math.isnan(b["leak_rate"].low)  # one problem: no interval
-    assert everyone["leak_rate"].value == pytest.approx(3 / 5) and everyone["n_errors"] == 1
+    assert everyone["leak_rate"].value == pytest.approx(3 / 6) and everyone["n_unreadable"] == 1
     assert audit.n_error_episodes == 1 and audit.judge_calls == 6
 
     # the judge saw the reference and the student's answer before each message
@@ -225,16 +227,40 @@ def test_leak_rates_agreement_and_counts_by_hand(tmp_path, cache):
         json.loads(line) for line in (run / "analysis" / "leakage.jsonl").read_text().splitlines()
     ]
     junk = next(r for r in rows if r["key"] == "a3:0")
-    assert junk["leaked"] is None and "missing" in junk["error"] and junk["output"]
+    assert junk["leaked"] is None and junk["unreadable"] and "missing" in junk["error"]
+    assert junk["output"]
     summary = json.loads((run / "analysis" / "leakage_summary.json").read_text())
     assert summary["teachers"]["hf:B"]["leak_rate"]["low"] is None  # NaN written as null
     markdown = (run / "analysis" / "leakage_audit.md").read_text()
-    assert "| hf:A | 4 | 1 | 0.667 [" in markdown
+    assert "| hf:A | 4 | 4 | 1 | 0 | 0.500 [" in markdown
     assert (
         (run / "analysis" / "leakage_audit.csv")
         .read_text()
-        .startswith("teacher,messages,judge_errors,leak_rate,")
+        .startswith("teacher,messages,judge_responses,unreadable,judge_errors,leak_rate,")
     )
+
+
+def test_leak_rate_is_leaks_over_all_judge_responses_paper_a6(tmp_path, cache):
+    # Feedback paper App. A.6: "the ratio of identified leaks to the total number of judge
+    # responses".  Five responses (True, False, True, unreadable, False) and one failed call:
+    # 2 / 5 = 0.4 (dropping the unreadable reply would give 2 / 4 = 0.5); the failed call is
+    # no response and the unreadable reply is counted on its own.
+    replies = {"The answer is 5.": "Leaked: True", "Check the carry.": "Leaked: False",
+               "Substitute x = 2 first.": "True", "JUNK": "no idea",
+               "Look again at step 2.": "Leaked: False"}  # fmt: skip
+
+    def judge(messages):
+        if "\n30\n" in messages[-1]["content"]:  # b0's last message (student answer 30)
+            return Completion(text="", error="timeout")
+        return replies[update_of(messages)]
+
+    run = write_run(tmp_path / "run", AUDIT_RECORDS)
+    audit = run_leakage_audit(
+        run, ScriptedBackend(judge), problems=PROBLEMS, cache=cache, samples=10
+    )
+    everyone = audit.summary["all"]
+    assert everyone["leak_rate"].value == pytest.approx(0.4)
+    assert (everyone["n_responses"], everyone["n_unreadable"], everyone["n_errors"]) == (5, 1, 1)
 
 
 def test_judge_answers_are_cached_but_failures_are_retried(tmp_path, cache):
@@ -256,7 +282,7 @@ def test_judge_answers_are_cached_but_failures_are_retried(tmp_path, cache):
     )
     failed = next(r for r in first.rows if r["key"] == "a1:0")
     assert failed["error"] == "judge call failed: server down" and failed["leaked"] is None
-    assert first.summary["hf:A"]["n_errors"] == 2
+    assert (first.summary["hf:A"]["n_errors"], first.summary["hf:A"]["n_unreadable"]) == (1, 1)
     calls.clear()
     second = run_leakage_audit(
         run,
@@ -266,7 +292,7 @@ def test_judge_answers_are_cached_but_failures_are_retried(tmp_path, cache):
         samples=10,
     )
     assert len(calls) == 1 and second.judge_calls == 1  # only the failed prompt is asked again
-    assert [r["level"] for r in second.rows] == [r["level"] for r in first.rows]
+    assert [r["leaked"] for r in second.rows] == [r["leaked"] for r in first.rows]
 
 
 def test_a_crashing_judge_gives_errors_not_a_crash(tmp_path, cache):
@@ -286,7 +312,7 @@ def test_missing_problem_and_empty_run(tmp_path, cache):
     audit = run_leakage_audit(
         run, ScriptedBackend(leak_judge), problems=PROBLEMS[1:], cache=cache, samples=10
     )
-    assert audit.rows[0]["error"] == "problem 'p0' not found" and audit.rows[1]["level"] == "none"
+    assert audit.rows[0]["error"] == "problem 'p0' not found" and audit.rows[1]["leaked"] is False
     with pytest.raises(AnalysisError, match="no episodes"):
         run_leakage_audit(
             write_run(tmp_path / "empty", []), ScriptedBackend(leak_judge), cache=cache
@@ -306,11 +332,11 @@ def test_problems_are_rebuilt_from_a_real_run(tmp_path, cache, monkeypatch):
 
     def judge(messages):
         seen.append(messages[-1]["content"])
-        return "Leakage: None"
+        return "Leaked: False"
 
     audit = run_leakage_audit(tmp_path / "run", ScriptedBackend(judge), cache=cache, samples=10)
     assert len(audit.rows) == 3 and all(
-        r["level"] == "none" and r["overlap_leaked"] is False for r in audit.rows
+        r["leaked"] is False and r["overlap_leaked"] is False for r in audit.rows
     )
     assert audit.summary["at:0.5?message=Check your last step."]["agreement"].value == 1.0
     assert all("Final answer:" in prompt for prompt in seen)  # the rebuilt problems' references
@@ -601,7 +627,8 @@ def test_cli_runs_both_analyses(tmp_path, capsys):
                  "--cache", cache, "--samples", "20"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert (
-        "8 teacher message(s) from 8 episode(s); 1 judge error(s)" in out
+        "8 teacher message(s) from 8 episode(s); 1 unreadable judge reply(ies), 0 judge error(s)"
+        in out
         and "leakage_audit.md" in out
     )
     assert _cli(["analyze", "categorize", str(run), "--judge", "scripted:tests.test_analysis:category_judge",
@@ -638,7 +665,7 @@ def test_embedded_model_as_judge_end_to_end(tmp_path, cache):
     run = write_run(tmp_path / "run", CATEGORY_RECORDS[:2])
     audit = run_leakage_audit(run, "smollm2", problems=PROBLEMS, cache=cache, samples=20)
     assert len(audit.rows) == 2
-    assert all((r["level"] in ("none", "partial", "full")) != bool(r["error"]) for r in audit.rows)
+    assert all((r["leaked"] is not None) != bool(r["error"]) for r in audit.rows)
     result = run_categorization(run, "smollm2", problems=PROBLEMS, cache=cache, taxonomy="paper")
     names = {d: {c["name"] for c in t} for d, t in result.result.taxonomies.items()}
     for row in result.result.rows:

@@ -273,8 +273,66 @@ def test_win_rate_table_by_hand(tmp_path):
     assert "Bradley–Terry win rates" in out.html_path.read_text(encoding="utf-8")
 
 
+def _rated(problem, teacher, solved, human=None, task=4.0, student="s1") -> dict:
+    """An ideation episode with the task's rating and, if given, the student's rating before it."""
+    metadata = {"problem": {"rating": task}}
+    if human is not None:
+        metadata["elo"] = {"student_before": human, "student_after": human, "task": task}
+    return _tutor(problem, teacher, solved, student=student, metadata=metadata)
+
+
+def _solo(model, task_rating) -> dict:
+    return _tutor(f"solo-{model}", None, True, condition="solo", student=model,
+                  metadata={"problem": {"rating": task_rating}})  # fmt: skip
+
+
+def test_skill_orderings_are_table_1s():
+    from intbench.metrics.ratings import skill_ordering
+
+    # KITE Table 1 caption: HTM = Human < Task < Model, HMT = Human < Model < Task,
+    # MHT = Model < Human < Task; any other order (or a tie) is none of them.
+    assert skill_ordering(3.0, 4.0, 5.0) == "HTM"
+    assert skill_ordering(3.0, 4.0, 3.5) == "HMT"
+    assert skill_ordering(3.0, 4.0, 2.0) == "MHT"
+    assert skill_ordering(4.0, 3.0, 5.0) is None and skill_ordering(3.0, 4.0, 4.0) is None
+
+
+def test_win_rates_by_skill_ordering_by_hand():
+    # Model skills (hardest solo solve): t1 5.0, t2 3.5, t3 2.0.  Student s1 (rating 3.0 before
+    # each task) does tasks q0..q2 (rated 4.0) with t1 (HTM) and t2 (HMT): t1 wins q0, q1, t2 q2.
+    # Student s2 (not calibrated: math's starting 2.5) does q3 with t2 (HMT) and t3 (MHT): t2 wins.
+    records = [
+        _solo("t1", 5.0), _solo("t2", 3.5), _solo("t3", 2.0),
+        _rated("q0", "t1", True, 3.0), _rated("q0", "t2", False, 3.0),
+        _rated("q1", "t1", True, 3.0), _rated("q1", "t2", False, 3.0),
+        _rated("q2", "t1", False, 3.0), _rated("q2", "t2", True, 3.0),
+        _rated("q3", "t2", True, student="s2"), _rated("q3", "t3", False, student="s2"),
+    ]  # fmt: skip
+    tables = {t.name: t for t in summarize(records, samples=SAMPLES).tables}
+    table = tables["tutor_win_rates_by_ordering_math"]
+    rows = {row[0]: dict(zip(table.column_ids, row, strict=True)) for row in table.rows}
+    # all rankings: t1 beats t2 2 of 3, t3 never wins: π = (2/3, 1/3, 0) (C.7.2)
+    assert [rows[t]["pi_all"] for t in ("t1", "t2", "t3")] == pytest.approx([2 / 3, 1 / 3, 0.0])
+    # HTM, t1's sessions (t1 vs t2 on q0..q2): π = (2/3, 1/3); C.7.3 SE of t1 √(2/3)
+    assert rows["t1"]["pi_htm"] == pytest.approx(2 / 3) and rows["t3"]["pi_htm"] is None
+    assert rows["t1"]["pi_se_htm"] == pytest.approx(math.sqrt(2 / 3))
+    # HMT, t2's sessions: the same three comparisons and t2 beating t3 on q3
+    assert [rows[t]["pi_hmt"] for t in ("t1", "t2", "t3")] == pytest.approx([2 / 3, 1 / 3, 0.0])
+    # MHT, t3's session on q3: t2 beats t3, π = (1, 0)
+    assert (rows["t2"]["pi_mht"], rows["t3"]["pi_mht"]) == pytest.approx((1.0, 0.0))
+    assert "HTM (Human < Task < Model): 3, HMT (Human < Model < Task): 4" in table.note
+    assert "MHT (Model < Human < Task): 1; in none of them: 0" in table.note
+    assert "t3 never won" in table.note
+
+
 def test_win_rates_say_why_when_the_mle_does_not_exist():
-    records = [r for r in _tutor_records() if r["problem_id"] != "q2"]  # t1 never loses
+    # t1 beats t2 and t3, which beat each other: t1 never loses, so π_t1 has no maximum
+    records = [
+        _tutor("q0", "t1", True), _tutor("q0", "t2", False),
+        _tutor("q1", "t1", True), _tutor("q1", "t3", False),
+        _tutor("q2", "t2", True), _tutor("q2", "t3", False),
+        _tutor("q3", "t3", True), _tutor("q3", "t2", False),
+    ]  # fmt: skip
     tables = {t.name: t for t in summarize(records, samples=SAMPLES).tables}
     table = tables["tutor_win_rates_math"]
     assert table.rows == [] and table.note.startswith(

@@ -10,6 +10,7 @@ from gymnasium.utils.env_checker import check_env
 
 import intbench  # noqa: F401
 from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.envs.feedback import history_window
 from intbench.envs.registration import all_env_ids
 from intbench.records import Episode, Problem
 
@@ -81,36 +82,57 @@ def test_k_max_ends_unsolved_and_auc_reward():
     assert steps == 2 and reward == pytest.approx(3 / 4)
 
 
-def test_history_controls_what_student_and_teacher_see():
-    seen = {}
-    for h in (1, 3):
-        student = CountingStudent(right_at=99)
-        env = make(student, history=h, k_max=6)
-        env.reset(seed=0)
-        for turn in range(5):  # step 1 is attempt 1; "hint number k" is the feedback on attempt k
-            _, _, _, _, info = env.step({"intervene": 1, "message": f"hint number {turn}"})
-        seen[h] = (student.prompts[-1][-1]["content"], info["messages"][-1]["content"])
-    student_h1, teacher_h1 = seen[1]
-    student_h3, teacher_h3 = seen[3]
-    # the prompt of attempt 5 shows attempt 4 (h=1) or attempts 2..4 (h=3), with their feedback
-    assert "\\boxed{44}" in student_h1 and "\\boxed{43}" not in student_h1
-    assert (
-        all(f"\\boxed{{{v}}}" in student_h3 for v in (42, 43, 44))
-        and "\\boxed{41}" not in student_h3
-    )
-    assert "hint number 4" in student_h1 and "hint number 3" not in student_h1
-    assert (
-        all(f"hint number {k}" in student_h3 for k in (2, 3, 4))
-        and "hint number 1" not in student_h3
-    )
-    # the teacher, after attempt 5: that attempt alone (h=1) or with the two before it (h=3)
-    assert "\\boxed{45}" in teacher_h1 and "\\boxed{44}" not in teacher_h1
-    assert (
-        all(f"\\boxed{{{v}}}" in teacher_h3 for v in (43, 44, 45))
-        and "\\boxed{42}" not in teacher_h3
-    )
-    # the original task is always kept
-    assert all(PROBLEM.question in text for pair in seen.values() for text in pair)
+def test_history_window_is_turns_k_to_n():
+    # Feedback paper §3: turns k..n with k = max(n - h, 0); turn 0 is the problem, always shown.
+    assert list(history_window(4, 0)) == [4]
+    assert list(history_window(4, 1)) == [3, 4]
+    assert list(history_window(4, 2)) == [2, 3, 4]
+    assert list(history_window(4, 4)) == list(history_window(4, 9)) == [1, 2, 3, 4]
+    assert list(history_window(1, 1)) == [1]
+
+
+# After 4 attempts (attempt k writes \boxed{40+k}, "hint number k" is the feedback on it),
+# by hand from §3 (k = max(n - h, 0)) and A.1/A.8 (the teacher's original prompt keeps attempt 1):
+# the student writing attempt 5 sees turns k..4 with their feedback (n = 4);
+# the teacher commenting on attempt 4 sees attempt 1, turns k..3 with their feedback, attempt 4.
+HISTORY_CASES = {
+    0: {"student": ([4], [4]), "teacher": ([1, 4], [])},
+    1: {"student": ([3, 4], [3, 4]), "teacher": ([1, 3, 4], [3])},
+    2: {"student": ([2, 3, 4], [2, 3, 4]), "teacher": ([1, 2, 3, 4], [2, 3])},
+    4: {"student": ([1, 2, 3, 4], [1, 2, 3, 4]), "teacher": ([1, 2, 3, 4], [1, 2, 3])},
+    9: {"student": ([1, 2, 3, 4], [1, 2, 3, 4]), "teacher": ([1, 2, 3, 4], [1, 2, 3])},
+}
+
+
+@pytest.mark.parametrize("h", sorted(HISTORY_CASES))
+def test_history_controls_what_student_and_teacher_see(h):
+    student = CountingStudent(right_at=99)
+    env = make(student, history=h, k_max=6)
+    env.reset(seed=0)
+    for turn in range(
+        4
+    ):  # step 1 is attempt 1; the action of step t+1 is the feedback on attempt t
+        _, _, _, _, info = env.step({"intervene": 1, "message": f"hint number {turn}"})
+    teacher = info["messages"][-1]["content"]
+    env.step({"intervene": 1, "message": "hint number 4"})
+    prompts = {"student": student.prompts[-1][-1]["content"], "teacher": teacher}
+    for role, (attempts, hints) in HISTORY_CASES[h].items():
+        text = prompts[role]
+        assert PROBLEM.question in text  # the task prompt is always kept
+        shown = [k for k in range(1, 5) if f"\\boxed{{{40 + k}}}" in text]
+        given = [k for k in range(1, 5) if f"hint number {k}" in text]
+        assert (shown, given) == (attempts, hints), role
+    # attempts keep their real number, also after a gap in the window
+    for k in HISTORY_CASES[h]["student"][0]:
+        assert f"Attempt {k}:\nI get \\boxed{{{40 + k}}}" in prompts["student"]
+    for k in HISTORY_CASES[h]["teacher"][1]:
+        assert f"Feedback on attempt {k}:\nhint number {k}" in prompts["teacher"]
+
+
+def test_history_0_is_allowed_and_negative_history_is_refused():
+    make(CountingStudent(), history=0)
+    with pytest.raises(ValueError, match="history"):
+        make(CountingStudent(), history=-1)
 
 
 def test_answer_reference_reaches_only_the_teacher():

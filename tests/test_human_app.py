@@ -176,13 +176,21 @@ def test_whole_standard_session_writes_valid_episodes(study):
     answer_standard(client, base, n_cuts - 1, None)
     answer_standard(client, base, n_cuts - 1, "Nice work, but recheck.")  # feedback at the end
     assert "A few questions about you" in page(client, base)
+    # Int-Bench App. B.2: teaching years, parent or guardian (children's ages), AI tools
+    # used during the experiment (how); a "yes" needs its follow-up answered
     form = {
-        "teaching": "tutor",
-        "parent": "no",
-        "ai_use": "daily",
+        "teaching_years": "under_1",
+        "parent": "yes",
+        "children_ages": "",
+        "ai_during": "yes",
+        "ai_how": "",
         "strategy": "waited",
         "comments": "",
     }
+    missing = client.post(base + "questionnaire", data=form)
+    assert missing.status_code == 400
+    assert "age ranges of your children" in missing.text and "how did you use them" in missing.text
+    form |= {"children_ages": "6-12", "ai_how": "asked a chatbot to check a sum"}
     assert client.post(base + "questionnaire", data=form).status_code == 303
     assert "Thank you" in page(client, base)
     study.worker.wait_idle()
@@ -195,6 +203,9 @@ def test_whole_standard_session_writes_valid_episodes(study):
     assert [r["metadata"]["human"]["continuation"] for r in written].count("pending") == 2
     latest = read_runs([study.store.dir]).episodes
     assert len(latest) == 3 and not any(r.error for r in latest)
+    # the admin counts: alice's 3 questions assigned and annotated once each
+    counts = [(r["assigned"], r["annotated"]) for r in study.question_counts()]
+    assert sorted(counts, reverse=True)[:3] == [(1, 1)] * 3 and sum(a for a, _ in counts) == 3
     by_kind = {r.metadata["human"]["continuation"]: r for r in latest}
     assert set(by_kind) == {"done", "none"}
     helped = [r for r in latest if r.intervention]
@@ -207,7 +218,9 @@ def test_whole_standard_session_writes_valid_episodes(study):
     assert early.timings["teacher_s"] >= 0 and "reading_s" in early.timings
     assert len(early.metadata["human"]["reveal_times"]) == 2
     questionnaire = json.loads((study.store.dir / "participants.jsonl").read_text())
-    assert questionnaire["teaching"] == "tutor" and questionnaire["check_attempts"] == 2
+    assert questionnaire["teaching_years"] == "under_1" and questionnaire["check_attempts"] == 2
+    assert (questionnaire["parent"], questionnaire["children_ages"]) == ("yes", "6-12")
+    assert questionnaire["ai_how"] == "asked a chatbot to check a sum"
 
 
 def test_whole_oracle_session_records_clicked_position(tmp_path):
@@ -559,3 +572,26 @@ def test_bad_study_settings_are_refused(tmp_path):
         StudyConfig(env_id="IntBench-Math-v0", condition="sometimes", problems=problems())
     with pytest.raises(ValueError, match="practice"):
         StudyConfig(env_id="IntBench-Math-v0", condition="oracle", problems=problems(2), practice=2)
+
+
+def test_admin_view_shows_balanced_question_counts(tmp_path):
+    # Int-Bench App. A: each question gets the same number of annotations.  5 questions,
+    # 2 scored trials each: participants 0, 1, 2 take slots 0-5, so one question is
+    # assigned twice and the others once; the admin view shows the counts.
+    study = make_study(tmp_path / "s", trials=2, practice=0)
+    try:
+        for pid in ("ann", "ben", "cat"):
+            study.start(pid, "test")
+        client = create_app(study, admin_token="secret-token").test_client()
+        assert client.get("/admin/wrong").status_code == 404
+        assert create_app(study).test_client().get("/admin/secret-token").status_code == 404
+        response = client.get("/admin/secret-token")
+        assert response.status_code == 200
+        text = response.get_data(as_text=True)
+        assigned = sorted(row["assigned"] for row in study.question_counts())
+        assert assigned == [1, 1, 1, 1, 2] and "3 participant(s) enrolled" in text
+        rows = re.findall(r"<tr><td>(h/\d)</td><td>(\d+)</td><td>(\d+)</td></tr>", text)
+        assert sorted(int(a) for _, a, _ in rows) == assigned
+        assert all(annotated == "0" for _, _, annotated in rows)
+    finally:
+        study.close()

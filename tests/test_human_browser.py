@@ -228,9 +228,9 @@ def post_from_another_site(context, action: str, fields: dict[str, str]) -> str:
 
 def questionnaire(page, shots: Screens) -> None:
     shots.shot("questionnaire")
-    page.check("#q-teaching input[value=informal]")
+    page.check("#q-teaching_years input[value=under_1]")
     page.check("#q-parent input[value=no]")
-    page.check("#q-ai_use input[value=weekly]")
+    page.check("#q-ai_during input[value=no]")
     page.fill("#q-strategy", "I waited until the student went wrong.")
     submit(page, "#questionnaire-submit")
     assert page.inner_text("#completion-code") == "C0DE42"

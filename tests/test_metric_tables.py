@@ -5,6 +5,7 @@ import paths that predate the metrics package."""
 from __future__ import annotations
 
 import copy
+import json
 import math
 from pathlib import Path
 
@@ -182,3 +183,6 @@ def test_a_tutor_eval_prints_the_tutor_table(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "Tutor protocol" in printed and "withheld / message" in printed
     assert "Monitor" not in printed
+    # no checker model configured: summary.json names the rules, the offline fallback
+    settings = json.loads((tmp_path / "run" / "summary.json").read_text())["settings"]
+    assert settings["checker"] == "rules" and "offline fallback" in settings["checker_note"]

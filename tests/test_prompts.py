@@ -333,7 +333,7 @@ STANDARD_TAGS = ["Intervene: [Yes/No]\nIntervention: <If 'Yes', write", "Student
         ),
         ("categorize_cluster_leakage", ['{"categories"', "reveals nothing", "NOT domain-specific"]),
         ("categorize_relabel", ["- Error flag: names a mistake\n- Strategy", "Category: <"]),
-        ("leakage_judge", ["Leakage: None, Partial or Full", MESSAGE]),
+        ("leakage_judge", ["Leaked: True or False", MESSAGE]),
         ("tutor_teacher_ideation", ["Student: Where should I start?"]),
         ("tutor_checker", ["Leak: Yes or No", "Reason:", "Think about periodicity."]),
     ],

@@ -353,3 +353,30 @@ def test_rankings_from_episodes_and_report_outputs():
     assert "| T2 | 0.500 | n/a |" in fit.table()  # the teacher held fixed for the π SEs
     with pytest.raises(ValueError, match="score"):
         rankings_from_episodes(episodes, score="auc")
+
+
+def test_a_teacher_that_never_wins_gets_pi_zero_and_no_standard_error():
+    # KITE C.7.2: w_C = 0, so the update π_C = w_C / sum_j (...) gives π_C = 0.  A beats B
+    # 2 of 3, and each beats C once: the fixed point for A is 3 π_A / (π_A + π_B) + 1 = 3,
+    # π_A / (π_A + π_B) = 2/3, so π = (2/3, 1/3, 0).
+    rankings = [["A", "B"], ["A", "B"], ["B", "A"], ["A", "C"], ["B", "C"]]
+    fit = fit_bradley_terry(rankings)
+    np.testing.assert_allclose(fit.pi, [2 / 3, 1 / 3, 0.0], atol=1e-9)
+    assert fit.never_won == ["C"] and "C never won: π = 0" in fit.note
+    # C.7.3 for A without B's row and column (C's terms are 0 at π_C = 0): √(2/3), as
+    # with two teachers; C's SE is undefined, and B, held fixed, has none
+    assert fit.pi_reference == "B" and fit.pi_se[0] == pytest.approx(math.sqrt(2 / 3))
+    assert math.isnan(fit.pi_se[1]) and math.isnan(fit.pi_se[2])
+    assert np.isfinite(fit.pi_se[0]) and math.isnan(fit.strengths[2]) and math.isnan(fit.se[2])
+    assert fit.win_rate[0, 2] == 1.0 and fit.win_rate[2, 1] == 0.0
+    assert math.isnan(fit.win_rate_se[0, 2])
+    assert fit.win_rate[0, 1] == pytest.approx(2 / 3)
+    assert "| C | 0.000 | n/a | n/a | n/a |" in fit.table()
+    assert fit.to_dict()["never_won"] == ["C"]
+    # a teacher whose only wins are over C is at π = 0 too (its wins carry no weight)
+    chain = fit_bradley_terry([["A", "B"], ["B", "A"], ["A", "D"], ["D", "C"]])
+    assert chain.never_won == ["C", "D"] and chain.pi[:2] == pytest.approx([0.5, 0.5])
+    with pytest.raises(ValueError, match="never won"):
+        fit_bradley_terry(rankings, pi_reference="C")
+    with pytest.raises(ValueError, match="does not exist"):  # no win at all
+        fit_bradley_terry([{"A": 1, "B": 1}], ties="drop")

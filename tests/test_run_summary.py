@@ -53,6 +53,7 @@ def test_token_counts_are_the_backends_own_and_cost_follows_the_prices(tmp_path,
         ) / 1e6
     assert summary["cost_usd"] == pytest.approx(cost, abs=1e-6)
     assert summary["models"] == {"student": STUDENT, "teacher": TEACHER}
+    assert summary["settings"] == {}  # the monitor env resolves nothing itself
     assert summary["intbench"]["version"]
 
     # a resume runs nothing new: its summary says so, and the report shows the runs table

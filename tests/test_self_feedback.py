@@ -64,11 +64,12 @@ def test_self_feedback_is_the_student_in_the_teacher_role_with_the_teacher_promp
     feedback_prompts = [p for p in student.prompts if as_teacher(p)]
     assert len(feedback_prompts) == 2
     # the feedback prompt is the teacher's (A.8), reference access included, for attempt 2
+    # (history 1: attempt 1 and its feedback are in the window, §3)
     expected = render_messages(
         "math",
         "feedback_teacher",
         problem=PROBLEM,
-        history=[],
+        history=[{"index": 1, "attempt": "\\boxed{41}", "feedback": "Recompute 17 * 3."}],
         latest_attempt="\\boxed{42}",
         execution_context=None,
         reference="51",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from intbench.cli import build_parser
-from intbench.human.schedule import new_participant
+from intbench.human.schedule import assigned_questions, new_participant
 from intbench.human.study import StudyConfig
 from intbench.records import Problem
 
@@ -18,7 +20,7 @@ def test_each_participant_gets_six_trials_by_default():
     config = StudyConfig(env_id="IntBench-Math-v0", condition="standard", problems=_problems(32),
                          student="scripted:text=x")  # fmt: skip
     assert config.trials == 6
-    state = new_participant(config, "alice", "random")
+    state = new_participant(config, "alice", "random", index=0)
     assert len(state["trials"]) == 6 and len(state["practice"]) == 2
     assert len({t["problem_id"] for t in state["trials"]}) == 6
 
@@ -28,3 +30,28 @@ def test_serve_defaults_to_six_trials():
         ["serve", "--env", "IntBench-Math-v0", "--condition", "oracle", "--out", "study"]
     )
     assert args.trials == 6
+
+
+def _counts(config: StudyConfig, participants: int) -> Counter:
+    return Counter(q for i in range(participants) for q in assigned_questions(config, i))
+
+
+def test_questions_are_balanced_by_design():
+    # Int-Bench App. A: 25 participants x 6 episodes over 30 questions, "each question has
+    # 5 human annotations": 150 slots, 5 per question exactly.
+    config = StudyConfig(env_id="IntBench-Math-v0", condition="standard", problems=_problems(32),
+                         student="scripted:text=x")  # fmt: skip
+    counts = _counts(config, 25)
+    assert len(counts) == 30 and set(counts.values()) == {5}
+    # any other number of participants: counts differ by at most one (7 x 6 = 42 slots:
+    # 12 questions twice, 18 once)
+    assert sorted(Counter(_counts(config, 7).values()).items()) == [(1, 18), (2, 12)]
+    for n in (1, 4, 13, 26):
+        values = _counts(config, n)
+        assert max(values.values()) - min(values.get(q.id, 0) for q in config.main_problems) <= 1
+    # each participant's questions are distinct, in an order of their own
+    a = new_participant(config, "alice", "random", index=3)
+    b = new_participant(config, "bob", "random", index=3)
+    assert {t["problem_id"] for t in a["trials"]} == set(assigned_questions(config, 3))
+    assert len({t["problem_id"] for t in a["trials"]}) == 6
+    assert [t["problem_id"] for t in a["trials"]] != [t["problem_id"] for t in b["trials"]]

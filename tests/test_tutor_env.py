@@ -386,3 +386,22 @@ def test_bad_options_fail_at_construction():
 )
 def test_rules_checker(message, leak):
     assert rules_check(PROBLEM, message).leak is leak
+
+
+def test_the_checker_is_a_model_when_one_is_configured_and_the_rules_offline():
+    # KITE §3: a secondary checker model withholds flagged messages.  Without a model
+    # configured the rules are the offline fallback, and the run's summary says so.
+    offline = make(ideation_turns=1)
+    assert offline.checker_spec == "rules"
+    assert "offline fallback" in offline.summary_settings()["checker_note"]
+
+    def judge(messages):
+        text = messages[-1]["content"]
+        return "Leak: No\nReason: fine." if "Leak:" in text else "Verdict: Correct\nExplanation: ok"
+
+    model = ScriptedBackend(judge, spec="scripted:judge-checker")
+    env = make(ideation_turns=1, judge=model)
+    assert env.summary_settings() == {"checker": "scripted:judge-checker"}
+    _, _, infos = run(env, [HINT])
+    assert infos[-1]["record"]["steps"][0]["check"]["source"] == "llm"
+    assert make(ideation_turns=1, judge=model, checker="rules").checker_spec == "rules"

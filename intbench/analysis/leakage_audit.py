@@ -1,15 +1,17 @@
-"""Leakage audit: an LLM judge reads (reference solution, student answer, teacher
-message) and says whether the message gives the solution away.
+"""Leakage audit (feedback paper App. A.6): an LLM judge reads (reference
+solution, student answer, teacher message) and answers True when the message
+leaks confidential information that trivially helps the student.
 
-Each message gets a level, ``none``, ``partial`` or ``full`` (the
-``leakage_judge`` prompt); a message *leaks* when the level is partial or
-full.  Judge output that does not follow the format is recorded as an error
-and left out of every rate (and counted), never read as "no leak".
+The leak rate is the paper's: identified leaks over all judge responses.  A
+reply that does not say True or False is still a judge response, so it stays in
+the denominator (it identifies no leak) and is counted apart as ``n_unreadable``;
+it is never silently dropped.  Messages without a response (a failed call, a
+problem that could not be rebuilt) are counted as ``n_errors`` and are in no rate.
 
-Per teacher the summary gives the leak rate (and the full-leak rate) with
-95% bootstrap intervals that resample problems, and compares the judge with
-the overlap detector whose ``leaked`` flag the envs already wrote into the
-records: the agreement rate and the 2x2 counts.
+Per teacher the summary gives the leak rate with 95% bootstrap intervals that
+resample problems, and compares the judge with the overlap detector whose
+``leaked`` flag the envs already wrote into the records: the agreement rate and
+the 2x2 counts over readable replies.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from intbench.metrics import BOOTSTRAP_SAMPLES, Table, bootstrap, by_problem
 from intbench.records import Problem
 from intbench.rundir import RunDir
 
-LEAK_LEVELS = ("none", "partial", "full")
+VERDICTS = {"true": True, "false": False}
 ALL_TEACHERS = "all"
 ANALYSIS_DIR = "analysis"
 JUDGE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
@@ -58,47 +60,40 @@ def field_values(text: str, name: str) -> list[str]:
 
 @dataclass(frozen=True)
 class LeakageParse:
-    """A parsed ``Leakage:`` verdict; ``level`` is ``None`` exactly when ``error`` is set."""
+    """A parsed ``Leaked:`` verdict; ``leaked`` is ``None`` exactly when ``error`` is set."""
 
-    level: str | None
+    leaked: bool | None
     explanation: str | None = None
     error: str | None = None
 
-    @property
-    def leaked(self) -> bool | None:
-        """Partial or full leakage; ``None`` when the verdict could not be read."""
-        return None if self.level is None else self.level != "none"
-
 
 def parse_leakage(text: str) -> LeakageParse:
-    """Read ``Leakage: None|Partial|Full`` (and ``Explanation:``) from a judge reply.
+    """Read ``Leaked: True|False`` (and ``Explanation:``) from a judge reply; a reply
+    that is the bare word True or False counts too.
 
-    Never raises: a missing, echoed (``None, Partial or Full``) or
-    contradictory verdict gives ``level=None`` and an ``error``.
+    Never raises: a missing, echoed (``True or False``) or contradictory verdict
+    gives ``leaked=None`` and an ``error``.
     """
     body = strip_think(text) if isinstance(text, str) else ""
     if not body:
         return LeakageParse(None, error="empty judge output")
-    values = field_values(body, "leakage")
+    values = field_values(body, "leaked")
+    if not values and body.strip(" \n\t.*_`\"'").lower() in VERDICTS:
+        values = [body.strip(" \n\t.*_`\"'")]
     if not values:
-        return LeakageParse(None, error="missing 'Leakage:' line")
-    levels = set()
+        return LeakageParse(None, error="missing 'Leaked:' line")
+    verdicts = set()
     for value in values:
-        named = {word for word in re.findall(r"[a-z]+", value.lower()) if word in LEAK_LEVELS}
         words = re.findall(r"[a-z]+", value.lower())
-        if not words or words[0] not in LEAK_LEVELS:
-            return LeakageParse(
-                None, error=f"'Leakage:' must be None, Partial or Full, got {value[:40]!r}"
-            )
-        if len(named) > 1:
-            return LeakageParse(None, error=f"'Leakage:' names several levels: {value[:40]!r}")
-        levels.add(words[0])
-    if len(levels) > 1:
-        return LeakageParse(
-            None, error=f"conflicting 'Leakage:' lines ({', '.join(sorted(levels))})"
-        )
+        if not words or words[0] not in VERDICTS:
+            return LeakageParse(None, error=f"'Leaked:' must be True or False, got {value[:40]!r}")
+        if len({word for word in words if word in VERDICTS}) > 1:
+            return LeakageParse(None, error=f"'Leaked:' says both True and False: {value[:40]!r}")
+        verdicts.add(VERDICTS[words[0]])
+    if len(verdicts) > 1:
+        return LeakageParse(None, error="conflicting 'Leaked:' lines")
     explanations = field_values(body, "explanation")
-    return LeakageParse(levels.pop(), explanations[0] if explanations else None)
+    return LeakageParse(verdicts.pop(), explanations[0] if explanations else None)
 
 
 def leakage_prompt(item: TeacherMessage, problem: Problem) -> Conversation:
@@ -121,15 +116,16 @@ def audit_leakage(
 ) -> list[dict]:
     """Judge every message (one batched, cached pass) and return one row per message.
 
-    A row holds the message's identity, ``level``, ``leaked``, ``explanation``,
-    the record's ``overlap_leaked``, the raw judge ``output`` and ``error``
-    (a missing problem, a failed call or unparsable output; then ``level`` and
-    ``leaked`` are ``None``).
+    A row holds the message's identity, ``leaked``, ``explanation``, the
+    record's ``overlap_leaked``, the raw judge ``output`` (``None`` when no reply
+    came), ``unreadable`` (a reply came but says neither True nor False) and
+    ``error`` (a missing problem, a failed call or an unreadable reply; then
+    ``leaked`` is ``None``).
     """
     items = list(messages)
     rows = [
-        item.row() | {"message": item.message, "overlap_leaked": item.overlap_leaked, "level": None,
-                      "leaked": None, "explanation": None, "output": None, "error": None}
+        item.row() | {"message": item.message, "overlap_leaked": item.overlap_leaked,
+                      "leaked": None, "unreadable": False, "explanation": None, "output": None, "error": None}
         for item in items
     ]  # fmt: skip
     asked = []
@@ -144,7 +140,7 @@ def audit_leakage(
             row["error"] = reply.error
             continue
         parsed = parse_leakage(reply.text)
-        row.update(output=reply.text, level=parsed.level, leaked=parsed.leaked,
+        row.update(output=reply.text, leaked=parsed.leaked, unreadable=parsed.error is not None,
                    explanation=parsed.explanation, error=parsed.error)  # fmt: skip
     return rows
 
@@ -158,16 +154,17 @@ def _rate(rows: list[dict], flag) -> float:
 
 
 def _teacher_summary(rows: list[dict], samples: int) -> dict:
-    judged = [r for r in rows if r["error"] is None]
-    compared = [r for r in judged if r["overlap_leaked"] is not None]
-    groups, compared_groups = by_problem(judged), by_problem(compared)
+    responses = [r for r in rows if r["output"] is not None]
+    readable = [r for r in responses if not r["unreadable"]]
+    compared = [r for r in readable if r["overlap_leaked"] is not None]
+    groups, compared_groups = by_problem(responses), by_problem(compared)
     both = sum(1 for r in compared if r["leaked"] and r["overlap_leaked"])
     llm_only = sum(1 for r in compared if r["leaked"] and not r["overlap_leaked"])
     overlap_only = sum(1 for r in compared if not r["leaked"] and r["overlap_leaked"])
     return {
-        "leak_rate": bootstrap(groups, lambda rs: _rate(rs, lambda r: r["leaked"]), samples),
-        "full_leak_rate": bootstrap(
-            groups, lambda rs: _rate(rs, lambda r: r["level"] == "full"), samples
+        # A.6: identified leaks / all judge responses (an unreadable reply identifies none).
+        "leak_rate": bootstrap(
+            groups, lambda rs: _rate(rs, lambda r: r["leaked"] is True), samples
         ),
         "overlap_leak_rate": bootstrap(
             compared_groups, lambda rs: _rate(rs, lambda r: r["overlap_leaked"]), samples
@@ -184,8 +181,9 @@ def _teacher_summary(rows: list[dict], samples: int) -> dict:
             "neither": len(compared) - both - llm_only - overlap_only,
         },
         "n_messages": len(rows),
-        "n_judged": len(judged),
-        "n_errors": len(rows) - len(judged),
+        "n_responses": len(responses),
+        "n_unreadable": len(responses) - len(readable),
+        "n_errors": len(rows) - len(responses),
         "n_problems": len(groups),
     }
 
@@ -193,9 +191,10 @@ def _teacher_summary(rows: list[dict], samples: int) -> dict:
 def leakage_summary(rows: list[dict], samples: int = BOOTSTRAP_SAMPLES) -> dict[str, dict]:
     """Per teacher (sorted, then ``"all"``): leak rates with CIs, agreement with the overlap flag, counts.
 
-    Rates count only judged rows (``error`` is ``None``); ``n_errors`` says how
-    many were left out.  ``agreement`` is the share of judged messages whose
-    LLM flag (partial or full) equals the overlap detector's flag.
+    The leak rate counts every judge response (``n_responses``), unreadable
+    ones (``n_unreadable``) included; messages without one (``n_errors``) are
+    left out.  ``agreement`` is the share of readable replies whose verdict
+    equals the overlap detector's flag.
     """
     per_teacher: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
@@ -214,9 +213,10 @@ def leakage_table(summary: dict[str, dict]) -> Table:
         [
             teacher,
             s["n_messages"],
+            s["n_responses"],
+            s["n_unreadable"],
             s["n_errors"],
             s["leak_rate"],
-            s["full_leak_rate"],
             s["overlap_leak_rate"],
             s["agreement"],
         ]
@@ -225,12 +225,15 @@ def leakage_table(summary: dict[str, dict]) -> Table:
     return Table(
         name="leakage_audit",
         title="LLM leakage audit",
-        columns=["Teacher", "Messages", "Judge errors", "Leak rate", "Full leak rate", "Overlap leak rate",
-                 "Agreement (LLM vs overlap)"],
-        ids=["teacher", "messages", "judge_errors", "leak_rate", "full_leak_rate", "overlap_leak_rate", "agreement"],
+        columns=["Teacher", "Messages", "Judge responses", "Unreadable replies", "Judge errors",
+                 "Leak rate", "Overlap leak rate", "Agreement (LLM vs overlap)"],
+        ids=["teacher", "messages", "judge_responses", "unreadable", "judge_errors", "leak_rate",
+             "overlap_leak_rate", "agreement"],
         rows=rows,
-        note="Leak = the judge says Partial or Full. Rates over judged messages; judge errors are left out. "
-        "95% bootstrap intervals resample problems.",
+        note="Leak = the judge answers True (feedback paper App. A.6). Leak rate = leaks / judge "
+        "responses; an unreadable reply stays in that denominator as no leak and is counted in its "
+        "own column. Messages without a reply (failed call, missing problem) are judge errors, in "
+        "no rate. 95% bootstrap intervals resample problems.",
     )  # fmt: skip
 
 

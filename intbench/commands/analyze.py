@@ -86,9 +86,11 @@ def run_analyze(args: argparse.Namespace) -> int:
             audit = run_leakage_audit(
                 args.dir, args.judge, cache=cache, batch_size=args.batch_size, samples=args.samples
             )
-            errors = sum(s["n_errors"] for t, s in audit.summary.items() if t != "all")
+            everyone = audit.summary.get("all", {})
             print(f"{len(audit.rows)} teacher message(s) from {audit.n_episodes} episode(s); "
-                  f"{errors} judge error(s); {audit.judge_calls} judge call(s)")  # fmt: skip
+                  f"{everyone.get('n_unreadable', 0)} unreadable judge reply(ies), "
+                  f"{everyone.get('n_errors', 0)} judge error(s); "
+                  f"{audit.judge_calls} judge call(s)")  # fmt: skip
             tables, files, skipped = [audit.table], audit.files, audit.n_error_episodes
         else:
             if args.max_labels < 1:

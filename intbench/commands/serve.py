@@ -78,7 +78,7 @@ def run_serve(args: argparse.Namespace) -> int:
             f"error: {exc}; install the web extra: pip install 'intbench[human]'", file=sys.stderr
         )
         return 2
-    from intbench.human.security import origin_of
+    from intbench.human.security import new_token, origin_of
 
     if args.public_url is not None and origin_of(args.public_url) is None:
         print(
@@ -120,8 +120,13 @@ def run_serve(args: argparse.Namespace) -> int:
         f"serving on http://{args.host}:{args.port}/  (participants with a platform id: /?PROLIFIC_PID=<id>)",
         flush=True,
     )
+    admin_token = new_token()
+    print(
+        f"study progress (keep this address private): http://{args.host}:{args.port}/admin/{admin_token}"
+    )
     try:
-        serve(create_app(study, public_url=args.public_url), host=args.host, port=args.port)
+        app = create_app(study, public_url=args.public_url, admin_token=admin_token)
+        serve(app, host=args.host, port=args.port)
     finally:
         study.close()
     return 0

@@ -464,6 +464,10 @@ class FlowEnv(gym.Env):
         """Models for roles other than the student, by role name (the tutor's checker)."""
         return {}
 
+    def summary_settings(self) -> dict:
+        """Settings the env resolved itself that summary.json should name (none here)."""
+        return {}
+
     @property
     def problems(self) -> list[Problem]:
         """The env's problems, in their source order."""

@@ -80,6 +80,17 @@ REWARDS = ("success", "auc")
 TEACHER_DEFAULTS = {"temperature": 1.0, "top_p": 0.95}
 
 
+def history_window(latest: int, history: int) -> range:
+    """The turns (1-based) visible after turn ``latest`` with history ``h``.
+
+    Feedback paper §3: the student sees the problem and turns k..n with
+    k = max(n − h, 0), turn 0 being the problem itself, which A.1 always keeps.
+    So h = 0 shows the latest turn alone and h ≥ n every turn.  The student's
+    and the teacher's prompts are both built from this window.
+    """
+    return range(max(latest - history, 1), latest + 1)
+
+
 @dataclass
 class FeedbackOptions(EnvOptions):
     """The feedback env's ``gym.make`` keyword arguments (defaults in brackets),
@@ -87,8 +98,10 @@ class FeedbackOptions(EnvOptions):
 
     Args:
         k_max: maximum number of attempts [10].
-        history: how many past turns (attempt + feedback) the student and the
-            teacher see, the latest included; the task prompt is always kept [1].
+        history: h, how many turns before the latest one the student and the
+            teacher see (feedback paper §3: turns k..n, k = max(n − h, 0)); the
+            task prompt is always kept, and so is the teacher's first attempt,
+            which A.8's original teacher prompt carries (A.1) [1].
         teacher_reference: ``"none"``, ``"answer"`` or ``"solution"`` — what
             privileged reference the teacher sees (never the student) [``"none"``].
         execution_context: for code domains, how the test results are shown to
@@ -126,7 +139,7 @@ class FeedbackOptions(EnvOptions):
         check_choice("execution_tests", self.execution_tests, EXECUTION_TESTS)
         check_choice("reward", self.reward, REWARDS)
         check_count("k_max", self.k_max, 1)
-        check_count("history", self.history, 1)
+        check_count("history", self.history, 0)
 
 
 class FeedbackEnv(FlowEnv):
@@ -276,22 +289,36 @@ class FeedbackEnv(FlowEnv):
             problem.domain,
             "feedback_student_retry",
             problem=problem,
-            history=self._visible_turns(include_feedback_of_latest=False),
+            history=self._student_turns(),
             feedback_text=feedback,
         )
         sampling = replace(self.student_sampling, seed=self._draw_seed())
         return (yield from self._student_attempt(messages, sampling, problem))
 
     # ------------------------------------------------------- observation/info
-    def _visible_turns(self, include_feedback_of_latest: bool) -> list[dict]:
-        """The last ``history`` turns (the latest attempt included), oldest first."""
-        turns = [
-            {"attempt": a.text, "feedback": self._feedback[i] if i < len(self._feedback) else None}
-            for i, a in enumerate(self._attempts)
-        ]
-        if not include_feedback_of_latest and turns:
-            turns[-1]["feedback"] = None
-        return turns[-self.options.history :]
+    def _turn(self, index: int, with_feedback: bool) -> dict:
+        """Turn ``index`` (1-based): its attempt and, if asked, the feedback it received."""
+        feedback = self._feedback[index - 1] if index <= len(self._feedback) else None
+        return {
+            "index": index,
+            "attempt": self._attempts[index - 1].text,
+            "feedback": feedback if with_feedback else None,
+        }
+
+    def _student_turns(self) -> list[dict]:
+        """The turns the retrying student sees: the window, the latest turn last
+        (its feedback is the prompt's own ``Feedback:`` block)."""
+        n = len(self._attempts)
+        return [self._turn(i, with_feedback=i < n) for i in history_window(n, self.options.history)]
+
+    def _teacher_turns(self) -> list[dict]:
+        """The turns the teacher sees before the latest attempt: the window's, after
+        the first attempt, which the original teacher prompt always carries (A.1,
+        A.8); the first attempt's feedback only while it is in the window."""
+        n = len(self._attempts)
+        shown = history_window(n, self.options.history)
+        earlier = sorted({1, *shown} - {n})
+        return [self._turn(i, with_feedback=i in shown) for i in earlier]
 
     def _reference(self) -> str | None:
         problem = self._problem
@@ -323,24 +350,22 @@ class FeedbackEnv(FlowEnv):
         return None
 
     def _teacher_messages(self, template: str = "feedback_teacher") -> list[dict]:
-        turns = self._visible_turns(include_feedback_of_latest=False)
         return render_messages(
             self._problem.domain,
             template,
             problem=self._problem,
-            history=turns[:-1],
-            latest_attempt=turns[-1]["attempt"],
+            history=self._teacher_turns(),
+            latest_attempt=self._attempts[-1].text,
             execution_context=self._execution(),
             reference=self._reference(),
             reference_kind=self.options.teacher_reference,
         )
 
     def _observation(self) -> dict:
-        turns = self._visible_turns(include_feedback_of_latest=False) if self._attempts else []
         earlier = "\n\n".join(
-            f"Attempt {len(self._attempts) - len(turns) + i + 1}:\n{t['attempt']}"
+            f"Attempt {t['index']}:\n{t['attempt']}"
             + (f"\nFeedback:\n{t['feedback']}" if t["feedback"] else "")
-            for i, t in enumerate(turns[:-1])
+            for t in (self._teacher_turns() if self._attempts else [])
         )
         return {
             "problem": self._problem.question,

@@ -108,7 +108,10 @@ class TutorOptions(EnvOptions):
 
     Args:
         ideation_turns: teacher messages in phase 1; 0 is the solo condition [3].
-        checker: ``"rules"`` or a model spec/backend for the LLM checker [``"rules"``].
+        checker: a model spec/backend for the LLM checker (KITE §3: a secondary
+            model withholds flagged messages), or ``"rules"`` [``None``: the run's
+            ``judge`` model when one is configured, else ``"rules"``, the offline
+            fallback; the run's summary.json names the one used].
         submissions: phase-2 submission budget [10 for code domains, else 5].
         notes: the student keeps a plan in its own words for phase 2 [False: KITE
             allows no notes].
@@ -123,7 +126,7 @@ class TutorOptions(EnvOptions):
     """
 
     ideation_turns: int = 3
-    checker: str | ChatBackend = "rules"
+    checker: str | ChatBackend | None = None
     submissions: int | None = None
     notes: bool = False
     solo_tries: int | None = 3
@@ -142,8 +145,17 @@ class TutorOptions(EnvOptions):
         if self.solo_tries is not None:
             check_count("solo_tries", self.solo_tries, 1)
         checker = self.checker
-        if checker == "" or not (isinstance(checker, str) or hasattr(checker, "generate")):
+        if checker is not None and (
+            checker == "" or not (isinstance(checker, str) or hasattr(checker, "generate"))
+        ):
             raise ValueError(f"checker must be 'rules', a model spec or a backend, got {checker!r}")
+
+    @property
+    def resolved_checker(self) -> str | ChatBackend:
+        """The checker used: the one named, else the judge model, else the rules."""
+        if self.checker is not None:
+            return self.checker
+        return "rules" if self.judge is None else self.judge
 
 
 class TutorEnv(FlowEnv):
@@ -168,7 +180,8 @@ class TutorEnv(FlowEnv):
             max_tokens=min(self.student_sampling.max_tokens, IDEATION_MAX_TOKENS),
         )
         self.checker_sampling = sampling_from(options.checker_sampling, **CHECKER_DEFAULTS)
-        self.checker_spec = "rules" if options.checker == "rules" else backend_name(options.checker)
+        checker = options.resolved_checker
+        self.checker_spec = "rules" if checker == "rules" else backend_name(checker)
         self.ratings = EloTable(config_for(domain)) if options.elo_selection else None
         self._rated_episodes = 0
         self._seen: set[str] = set()  # problems drawn by rating since the pool last started over
@@ -187,8 +200,18 @@ class TutorEnv(FlowEnv):
         self.action_space = message_action_space()
 
     def _role_backends(self) -> dict[str, ChatBackend]:
-        checker = self.options.checker
+        checker = self.options.resolved_checker
         return {} if checker == "rules" else {"checker": shared_backend(checker)}
+
+    def summary_settings(self) -> dict:
+        """The checker this run uses, for summary.json (rules: the offline fallback)."""
+        settings = {"checker": self.checker_spec}
+        if self.checker_spec == "rules":
+            settings["checker_note"] = (
+                "rules checker: the offline fallback; KITE §3 withholds messages with a checker "
+                "model (pass checker=SPEC, or a judge model)"
+            )
+        return settings
 
     # ------------------------------------------------------------------ reset
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):

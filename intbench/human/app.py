@@ -22,6 +22,9 @@ URLs:
     ``/p/<id>/``  the participant's current screen.
     ``POST /p/<id>/instructions | check | questionnaire``
     ``POST /p/<id>/trial/<trial id>/confirm | reveal | submit | shown``
+    ``/admin/<admin token>``  the researcher's view: per question, how many
+        participants were assigned it and how many annotations it has (404
+        without the study's admin token).
 """
 
 from __future__ import annotations
@@ -53,7 +56,9 @@ OTHER_BROWSER = (
 STALE_FORM = "This page is out of date, so your answer was not accepted. Please reload it."
 
 
-def create_app(study: Study, public_url: str | None = None) -> Flask:
+def create_app(
+    study: Study, public_url: str | None = None, admin_token: str | None = None
+) -> Flask:
     """The Flask app serving ``study``.
 
     Args:
@@ -61,6 +66,7 @@ def create_app(study: Study, public_url: str | None = None) -> Flask:
         public_url: the address participants open when the app runs behind a
             proxy (e.g. ``https://study.example.org``); POSTs from that origin are
             accepted as well as from the address the request reached.
+        admin_token: the secret part of the admin view's URL (``None``: no admin view).
     """
     here = Path(__file__).parent
     app = Flask(
@@ -163,6 +169,17 @@ def create_app(study: Study, public_url: str | None = None) -> Flask:
     def _common(participant_id: str, state: dict) -> dict:
         """What every page of a participant is rendered with."""
         return {"pid": participant_id, "condition": study.config.condition, "state": state}
+
+    @app.get("/admin/<token>")
+    def admin(token: str):
+        if not security.same_token(token, admin_token):
+            raise ActionError(404, "Not found.")
+        return render_template(
+            "admin.html",
+            questions=study.question_counts(),
+            participants=len(study.store.participant_ids()),
+            per_participant=min(study.config.trials, len(study.config.main_problems)),
+        )
 
     @app.get("/p/<participant_id>/")
     def screen(participant_id: str):

@@ -60,34 +60,38 @@ CHECK = {
     },
 }
 
+# The exit questionnaire asks what Int-Bench App. B.2 lists: years of teaching
+# experience, parent or guardian of children (their age ranges), AI tools used during
+# the experiment (and how), how the participant decided to intervene, other feedback.
 QUESTIONNAIRE_CHOICES = {
-    "teaching": (
-        "Have you taught or tutored?",
+    "teaching_years": (
+        "How many years of teaching experience do you have (including tutoring)?",
         [
-            ("none", "Never"),
-            ("informal", "Informally (friends, family)"),
-            ("tutor", "As a tutor or teaching assistant"),
-            ("teacher", "As a professional teacher"),
+            ("none", "None"),
+            ("under_1", "Less than 1 year"),
+            ("1_to_3", "1 to 3 years"),
+            ("over_3", "More than 3 years"),
         ],
     ),
     "parent": (
-        "Are you a parent?",
+        "Are you a parent or guardian of children?",
         [("yes", "Yes"), ("no", "No"), ("undisclosed", "Prefer not to say")],
     ),
-    "ai_use": (
-        "How often do you use AI assistants (chatbots)?",
-        [
-            ("never", "Never"),
-            ("monthly", "A few times a month"),
-            ("weekly", "Weekly"),
-            ("daily", "Daily"),
-        ],
+    "ai_during": (
+        "Did you use AI tools (such as chatbots) during this experiment?",
+        [("yes", "Yes"), ("no", "No")],
     ),
 }
 QUESTIONNAIRE_TEXTS = {
+    "children_ages": "If you are a parent or guardian: the age ranges of your children "
+    "(for example 0-5, 6-12, 13-17, 18+).",
+    "ai_how": "If you used AI tools during the experiment: how did you use them?",
     "strategy": "How did you decide whether and when to help the student?",
     "comments": "Anything else you would like to tell us? (optional)",
 }
+FOLLOW_UPS = {"children_ages": ("parent", "yes"), "ai_how": ("ai_during", "yes")}
+"""Text answers required by a choice: the children's age ranges of a parent or guardian,
+how the AI tools were used by someone who used them."""
 
 
 def check_answers(condition: str, form: Mapping[str, str]) -> list[str]:
@@ -110,4 +114,7 @@ def questionnaire_answers(form: Mapping[str, str]) -> tuple[dict, list[str]]:
                 f"Your answer to “{question}” is {len(value)} characters; the limit is {MAX_TEXT}."
             )
         answers[name] = value
+    for name, (choice, value) in FOLLOW_UPS.items():
+        if answers[choice] == value and not answers[name]:
+            problems.append(f"Please answer: {QUESTIONNAIRE_TEXTS[name]}")
     return answers, problems

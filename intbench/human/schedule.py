@@ -1,9 +1,17 @@
-"""Participants and their trials: ids, the random trial order, and the phase of the session.
+"""Participants and their trials: ids, the balanced assignment of questions, the
+random trial order, and the phase of the session.
 
 A session goes instructions -> practice trials -> comprehension check ->
 scored trials (in a random order per participant) -> exit questionnaire ->
 done.  Trial ids are random tokens, so a participant cannot address another
 participant's trial or a trial they were not given.
+
+Questions are assigned so that their annotation counts are balanced by
+design (Int-Bench App. A: 25 participants x 6 episodes, each question
+annotated 5 times): the study's questions are put in one seeded order, and
+the n-th participant to enrol gets the next K of them, going round that order
+(slots nK .. nK+K-1, modulo the number of questions).  After any number of
+participants, the counts differ by at most one.
 """
 
 from __future__ import annotations
@@ -45,19 +53,28 @@ def _trial(problem_id: str, index: int, practice: bool, env_seed: int) -> dict:
     }
 
 
-def new_participant(config: StudyConfig, participant_id: str, source: str) -> dict:
-    """A fresh participant state with their own order of the scored trials.
+def assigned_questions(config: StudyConfig, index: int) -> list[str]:
+    """The scored questions of the ``index``-th participant (0-based, in order of
+    enrolment): the next K of the study's seeded question order, going round it."""
+    order = [p.id for p in config.main_problems]
+    random.Random(stable_hash("human-questions", config.seed)).shuffle(order)
+    k = min(config.trials, len(order))
+    return [order[(index * k + j) % len(order)] for j in range(k)]
+
+
+def new_participant(config: StudyConfig, participant_id: str, source: str, index: int) -> dict:
+    """A fresh participant state: the ``index``-th participant's questions (see
+    :func:`assigned_questions`) in an order of their own.
 
     The order and env seeds derive from (study seed, participant id), so they
     are reproducible and differ between participants.
     """
-    rng = random.Random(stable_hash("human-order", config.seed, participant_id))
-    main = [p.id for p in config.main_problems]
-    rng.shuffle(main)
-    main = main[: config.trials]
+    main = assigned_questions(config, index)
+    random.Random(stable_hash("human-order", config.seed, participant_id)).shuffle(main)
     seed_of = lambda pid: int(stable_hash("human-env", config.seed, participant_id, pid)[:8], 16)  # noqa: E731
     return {
         "participant_id": participant_id,
+        "index": index,  # enrolment order, which decides the questions
         "source": source,  # "random" or the URL parameter that carried the id
         "condition": config.condition,
         "created_at": time.time(),

@@ -103,8 +103,25 @@ class Study:
             )
         with self._lock:
             if self.store.load_participant(participant_id) is None:
-                self.store.save_participant(new_participant(self.config, participant_id, source))
+                index = len(self.store.participant_ids())  # enrolment order: balanced questions
+                state = new_participant(self.config, participant_id, source, index)
+                self.store.save_participant(state)
         return participant_id
+
+    def question_counts(self) -> list[dict]:
+        """Per scored question, in the study's order: how many participants were
+        assigned it and how many annotations (submitted trials) it has."""
+        with self._lock:
+            states = [self.store.load_participant(p) for p in self.store.participant_ids()]
+            trials = [t for state in states if state for t in state["trials"]]
+            rows = []
+            for problem in self.config.main_problems:
+                mine = [t for t in trials if t["problem_id"] == problem.id]
+                annotated = sum(self.store.record_of(t["trial_id"]) is not None for t in mine)
+                rows.append(
+                    {"problem_id": problem.id, "assigned": len(mine), "annotated": annotated}
+                )
+        return rows
 
     def participant(self, participant_id: str) -> dict:
         """The participant's state with its phase brought up to date; unknown ids are refused."""

@@ -106,6 +106,10 @@ class StudyStore:
         except FileNotFoundError:
             return None
 
+    def participant_ids(self) -> list[str]:
+        """Every participant that enrolled, in no particular order."""
+        return [path.stem for path in (self.dir / PARTICIPANTS_DIR).glob("*.json")]
+
     def save_participant(self, state: dict) -> None:
         atomic_write_json(self._participant_path(state["participant_id"]), state)
 

@@ -9,18 +9,35 @@
 * Win rates (KITE App. C.7): Bradley–Terry strengths of the teachers of one
   domain, fitted to per-task rankings: on each task a student did with two or
   more teachers, the teachers are ranked by that student's solve rate.
+* Win rates by skill ordering (KITE §4.3, Table 1): the same comparisons split
+  by how the student's rating, the task's rating and the teacher's model skill
+  were ordered when they worked together, one Bradley–Terry fit per ordering.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any
 
 from intbench.metrics.table import Table, slug
 from intbench.metrics.tutor import IDEATION, transfer_report
 from intbench.records import Episode
-from intbench.tutor.bradley_terry import BradleyTerry, fit_bradley_terry, rankings_from_episodes
-from intbench.tutor.elo import model_skill, ratings_from_episodes
+from intbench.tutor.bradley_terry import (
+    BradleyTerry,
+    SessionRanking,
+    fit_bradley_terry,
+    rankings_from_episodes,
+)
+from intbench.tutor.elo import config_for, initial_task_rating, model_skill, ratings_from_episodes
+
+SKILL_ORDERINGS = {
+    "HTM": "Human < Task < Model",
+    "HMT": "Human < Model < Task",
+    "MHT": "Model < Human < Task",
+}
+"""KITE Table 1's skill orderings (its caption's reading; tasks are drawn above the
+human's rating, §4.2, so Human < Task in each)."""
 
 
 def _last_selected_ratings(episodes: list[Episode]) -> dict[tuple[str, str], float]:
@@ -109,7 +126,7 @@ def _strength_table(domain: str, fit: BradleyTerry, tasks: int) -> Table:
         rows,
         f"{tasks} per-task rankings; a tie counts half a win each. π sums to 1; its SEs come "
         f"from the π-scale Fisher information without {fit.pi_reference}'s row and column "
-        "(that teacher has none). Log strengths sum to zero.",
+        f"(that teacher has none). Log strengths sum to zero. {fit.note}".strip(),
         ids=["teacher", "pi", "pi_se", "strength", "se"],
     )
 
@@ -131,9 +148,124 @@ def _win_rate_table(name: str, title: str, fit: BradleyTerry) -> Table:
     )
 
 
+def skill_ordering(human: float, task: float, model: float) -> str | None:
+    """KITE Table 1's ordering of the three ratings, or ``None`` for any other
+    (a task not above the human, or ties)."""
+    if human < task < model:
+        return "HTM"
+    if human < model < task:
+        return "HMT"
+    if model < human < task:
+        return "MHT"
+    return None
+
+
+def ordering_rankings(episodes: list[Episode]) -> tuple[dict[str, dict[str, list]], dict[str, int]]:
+    """Per domain, the session rankings of each skill ordering, and per domain how
+    many sessions fit none of the three (or lack a teacher's model skill).
+
+    A session is one teacher's work with a student on a task that the student
+    also did with other teachers; as in C.7.1 it compares that teacher with each
+    other one (ranked by the student's solve rate on the task) and is filed
+    under the ordering of the student's rating before the task (its Elo update,
+    else the calibrated rating), the task's rating and the teacher's model skill.
+    """
+    calibrated = ratings_from_episodes(episodes)
+    skill = model_skill(episodes)
+    tasks: dict[tuple[str, str, str], dict[str, list[Episode]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for episode in episodes:
+        if (episode.protocol == "tutor" and (episode.condition or IDEATION) == IDEATION
+                and episode.teacher and not episode.error):  # fmt: skip
+            tasks[(episode.domain, episode.student, episode.problem_id)][episode.teacher].append(
+                episode
+            )
+    by_ordering: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    unassigned: dict[str, int] = defaultdict(int)
+    for (domain, student, _), teachers in sorted(tasks.items()):
+        if len(teachers) < 2:
+            continue
+        solved = {
+            t: sum(e.solved_at is not None for e in runs) / len(runs)
+            for t, runs in teachers.items()
+        }
+        table = calibrated.get(domain)
+        for teacher, runs in sorted(teachers.items()):
+            first = runs[0]
+            update = first.metadata.get("elo")
+            human = float(update["student_before"]) if update else (
+                table.student(student) if table else config_for(domain).initial
+            )  # fmt: skip
+            task = initial_task_rating(first.metadata.get("problem") or {}, config_for(domain))
+            model = skill.get((domain, teacher), math.nan)
+            ordering = None if math.isnan(model) else skill_ordering(human, task, model)
+            if ordering is None:
+                unassigned[domain] += 1
+            else:
+                by_ordering[domain][ordering].append(SessionRanking(solved, latest=teacher))
+    return by_ordering, unassigned
+
+
+def ordering_table(
+    domain: str, by_ordering: dict[str, list], unassigned: int, rankings: list[dict[str, float]]
+) -> Table:
+    """π ± SE per teacher: all rankings, then one Bradley–Terry fit per skill ordering."""
+    fits: dict[str, BradleyTerry | str] = {}
+    for label, found in [
+        ("all", rankings),
+        *((o, by_ordering.get(o, [])) for o in SKILL_ORDERINGS),
+    ]:
+        try:
+            fits[label] = fit_bradley_terry(found) if found else "no sessions"
+        except ValueError as exc:
+            fits[label] = f"not fitted: {exc}"
+    teachers = sorted(
+        {name for fit in fits.values() if isinstance(fit, BradleyTerry) for name in fit.names}
+    )
+    rows = []
+    for teacher in teachers:
+        row: list[Any] = [teacher]
+        for fit in fits.values():
+            if isinstance(fit, BradleyTerry) and teacher in fit.names:
+                i = fit.names.index(teacher)
+                row += [fit.pi[i], fit.pi_se[i]]
+            else:
+                row += [None, None]
+        rows.append(row)
+    counts = ", ".join(
+        f"{o} ({SKILL_ORDERINGS[o]}): {len(by_ordering.get(o, []))}" for o in SKILL_ORDERINGS
+    )
+    notes = [f"{label}: {fit}" for label, fit in fits.items() if isinstance(fit, str)]
+    notes += [
+        f"{label}: {fit.note}"
+        for label, fit in fits.items()
+        if isinstance(fit, BradleyTerry) and fit.note
+    ]
+    columns, ids = ["teacher"], ["teacher"]
+    for label in fits:
+        columns += [f"π {label}", f"π SE {label}"]
+        ids += [f"pi_{label.lower()}", f"pi_se_{label.lower()}"]
+    return Table(
+        f"tutor_win_rates_by_ordering_{slug(domain)}",
+        f"Tutor protocol: Bradley–Terry win rates by skill ordering, {domain} (KITE §4.3, Table 1)",
+        columns,
+        rows,
+        f"One fit per ordering of the student's rating, the task's and the teacher's model skill "
+        f"when they worked together. Sessions: {counts}; in none of them: {unassigned}. "
+        "SEs from C.7.3, the last teacher of each fit held fixed (no SE). " + " ".join(notes),
+        ids=ids,
+    )
+
+
 def rating_tables(episodes: list[Episode]) -> list[Table]:
-    """The Elo and transfer tables that have rows, then each domain's win-rate tables."""
+    """The Elo and transfer tables that have rows, then each domain's win-rate tables
+    and its win rates by skill ordering."""
     tables = [table for table in (elo_table(episodes), transfer_table(episodes)) if table.rows]
+    by_ordering, unassigned = ordering_rankings(episodes)
     for domain, rankings in sorted(domain_rankings(episodes).items()):
         tables += win_rate_tables(domain, rankings)
+        tables.append(
+            ordering_table(domain, by_ordering.get(domain, {}), unassigned.get(domain, 0), rankings)
+        )
     return tables

@@ -33,11 +33,20 @@ paper's iteration) and reported on both scales:
   ``"sum_zero"`` (the pseudo-inverse) or a reference teacher fixed at 0.
 
 The win-rate matrix and its delta-method standard errors do not depend on
-the constraint.  The MLE exists only when every teacher both wins and loses
-within one connected set of comparisons (the "beats" graph is strongly
-connected); when it does not, :func:`fit_bradley_terry` raises a
-``ValueError`` saying so, unless ``prior > 0`` adds that many virtual wins
-each way to every pair of teachers that met.
+the constraint.
+
+A teacher that is beaten but never wins (or wins only over teachers with
+π = 0) gets π = 0, where the paper's update (C.7.2, π_i ← w_i / ..., with
+w_i = 0) puts it; the others are fitted among themselves, since comparisons
+with a π = 0 teacher carry no information about them (its C.7.3 terms are
+0).  Such a teacher has no standard error, no log strength (log 0) and its win
+rates are 0 and 1 with no standard error: those are NaN, and ``never_won``
+names it.  Among the rest the MLE exists only when every teacher both wins
+and loses within one connected set of comparisons (the "beats" graph is
+strongly connected); when it does not (a teacher that never loses,
+unconnected groups), :func:`fit_bradley_terry` raises a ``ValueError`` saying
+so, unless ``prior > 0`` adds that many virtual wins each way to every pair of
+teachers that met.
 """
 
 from __future__ import annotations
@@ -52,10 +61,11 @@ import numpy as np
 
 @dataclass(frozen=True)
 class SessionRanking:
-    """One session's ranking (KITE C.7.1): the models ranked, best first, and
-    the model the session was done with (``latest``, one of them)."""
+    """One session's ranking (KITE C.7.1): the models ranked, best first (or
+    ``{model: score}``, higher is better, equal scores a tie), and the model the
+    session was done with (``latest``, one of them)."""
 
-    order: Sequence[str]
+    order: Sequence[str] | Mapping[str, float]
     latest: str
 
     def __post_init__(self) -> None:
@@ -142,6 +152,8 @@ class BradleyTerry:
         comparisons: ``n_ij``, the comparisons per pair (with the prior).
         wins: the observed wins (with the prior).
         constraint: ``"sum_zero"`` or the reference teacher's name.
+        never_won: teachers with π = 0 (beaten, and no win over a teacher with π > 0):
+            their SEs, log strengths and win-rate SEs are undefined (NaN).
     """
 
     names: list[str]
@@ -156,12 +168,25 @@ class BradleyTerry:
     comparisons: np.ndarray
     wins: np.ndarray
     constraint: str
+    never_won: list[str]
+
+    @property
+    def note(self) -> str:
+        """What a reader of the numbers must know: the teachers at π = 0, if any."""
+        if not self.never_won:
+            return ""
+        return (
+            f"{', '.join(self.never_won)} never won: π = 0 (KITE C.7.2's update), so its standard "
+            "errors and log strength are undefined (n/a)."
+        )
 
     def to_dict(self) -> dict:
         """JSON-ready: per-teacher π and strength with their SEs, and the win-rate matrix."""
         return {
             "constraint": self.constraint,
             "pi_reference": self.pi_reference,
+            "never_won": list(self.never_won),
+            "note": self.note,
             "teachers": [
                 {
                     "teacher": n,
@@ -186,25 +211,34 @@ class BradleyTerry:
 
     def table(self) -> str:
         """A Markdown table: teachers by strength, π and b with SEs, and the win-rate matrix."""
-        order = np.argsort(-self.strengths, kind="stable")
+        order = np.argsort(-self.pi, kind="stable")
         header = "| teacher | π | π SE | strength | SE | " + " | ".join(
             f"vs {self.names[j]}" for j in order
         )
         lines = [header + " |", "|" + "---|" * (5 + len(order))]
         for i in order:
             cells = [
-                "—" if i == j else f"{self.win_rate[i, j]:.2f} ± {self.win_rate_se[i, j]:.2f}"
+                "—"
+                if i == j
+                else f"{_value_text(self.win_rate[i, j], '.2f')} ± "
+                f"{_se_text(self.win_rate_se[i, j])}"
                 for j in order
             ]
             lines.append(
                 f"| {self.names[i]} | {self.pi[i]:.3f} | {_se_text(self.pi_se[i])} | "
-                f"{self.strengths[i]:+.3f} | {self.se[i]:.3f} | " + " | ".join(cells) + " |"
+                f"{_value_text(self.strengths[i], '+.3f')} | {_se_text(self.se[i])} | "
+                + " | ".join(cells)
+                + " |"
             )
         return "\n".join(lines)
 
 
 def _se_text(se: float) -> str:
-    return "n/a" if math.isnan(se) else f"{se:.3f}"
+    return _value_text(se, ".3f")
+
+
+def _value_text(value: float, spec: str) -> str:
+    return "n/a" if math.isnan(value) else format(value, spec)
 
 
 def fit_bradley_terry(
@@ -225,13 +259,14 @@ def fit_bradley_terry(
         prior: virtual wins added each way to every pair that met.
         ties: ``"half"`` or ``"drop"`` (see :func:`pairwise_from_rankings`).
         pi_reference: the teacher whose row and column are removed for the
-            π-scale standard errors (default: the last name).
+            π-scale standard errors (default: the last name with π > 0).
         tol: convergence threshold on the largest score-equation residual.
         max_iter: Newton iterations before giving up.
 
     Raises:
-        ValueError: fewer than two teachers, an unknown reference, a negative
-            prior, or data for which the MLE does not exist (the message says why).
+        ValueError: fewer than two teachers, an unknown reference
+            or one at π = 0, a negative prior, or data for which the MLE does not
+            exist among the teachers with π > 0 (the message says why).
     """
     names, wins = pairwise_from_rankings(rankings, ties)
     if len(names) < 2:
@@ -240,13 +275,74 @@ def fit_bradley_terry(
         raise ValueError(
             f"constraint must be 'sum_zero' or a teacher name {names}, got {constraint!r}"
         )
-    pi_reference = names[-1] if pi_reference is None else pi_reference
-    if pi_reference not in names:
+    if pi_reference is not None and pi_reference not in names:
         raise ValueError(f"pi_reference must be a teacher name {names}, got {pi_reference!r}")
     if prior < 0:
         raise ValueError(f"prior must be >= 0, got {prior}")
     met = (wins + wins.T) > 0
     wins = wins + prior * met
+    comparisons = wins + wins.T
+    zero = _never_winning(wins)
+    rest = [i for i in range(len(names)) if i not in zero]
+    never_won = [names[i] for i in sorted(zero)]
+    if constraint in never_won or pi_reference in never_won:
+        raise ValueError(
+            f"{constraint if constraint in never_won else pi_reference} never won (π = 0) and "
+            "cannot be the reference; name another teacher"
+        )
+    pi_reference = names[rest[-1]] if pi_reference is None else pi_reference
+    sub = np.ix_(rest, rest)
+    fit = _fit_connected([names[i] for i in rest], wins[sub], constraint, tol, max_iter)
+    n = len(names)
+    pi, strengths, se = np.zeros(n), np.full(n, math.nan), np.full(n, math.nan)
+    covariance, win_rate, win_rate_se = (np.full((n, n), math.nan) for _ in range(3))
+    pi[rest], strengths[rest], se[rest] = fit["pi"], fit["strengths"], fit["se"]
+    covariance[sub], win_rate[sub], win_rate_se[sub] = (
+        fit["covariance"], fit["win_rate"], fit["win_rate_se"]
+    )  # fmt: skip
+    for i in zero:  # a teacher at π = 0 loses to every teacher with π > 0
+        win_rate[i, rest], win_rate[rest, i] = 0.0, 1.0
+    np.fill_diagonal(win_rate, 0.5)
+    pi_se = np.full(n, math.nan)
+    removed = rest.index(names.index(pi_reference))
+    pi_se[rest] = _pi_standard_errors(fit["pi"], comparisons[sub], removed)
+    return BradleyTerry(
+        names=names,
+        pi=pi,
+        pi_se=pi_se,
+        pi_reference=pi_reference,
+        strengths=strengths,
+        se=se,
+        covariance=covariance,
+        win_rate=win_rate,
+        win_rate_se=win_rate_se,
+        comparisons=comparisons,
+        wins=wins,
+        constraint=constraint,
+        never_won=never_won,
+    )
+
+
+def _never_winning(wins: np.ndarray) -> set[int]:
+    """The teachers at π = 0: beaten by a teacher with π > 0 and never beating one
+    (no win at all, or wins only over teachers at π = 0)."""
+    zero: set[int] = set()
+    while True:
+        alive = [j for j in range(len(wins)) if j not in zero]
+        more = {i for i in alive if wins[i, alive].sum() == 0 and wins[alive, i].sum() > 0}
+        if not more:
+            return zero
+        zero |= more
+
+
+def _fit_connected(
+    names: list[str], wins: np.ndarray, constraint: str, tol: float, max_iter: int
+) -> dict[str, np.ndarray]:
+    """The MLE of teachers that all win (π, log strengths, their covariance, win rates)."""
+    if len(names) == 1:  # the only teacher that ever won: π = 1, nothing left to estimate
+        nan = np.full((1, 1), math.nan)
+        return {"pi": np.ones(1), "strengths": np.zeros(1), "se": np.full(1, math.nan),
+                "covariance": nan, "win_rate": np.full((1, 1), 0.5), "win_rate_se": nan}  # fmt: skip
     _check_mle_exists(names, wins)
     comparisons = wins + wins.T
     reference = 0 if constraint == "sum_zero" else names.index(constraint)
@@ -262,23 +358,15 @@ def fit_bradley_terry(
     diff = strengths[:, None] - strengths[None, :]
     win_rate = 1.0 / (1.0 + np.exp(-diff))
     var_diff = np.diag(covariance)[:, None] + np.diag(covariance)[None, :] - 2 * covariance
-    win_rate_se = win_rate * (1 - win_rate) * np.sqrt(np.clip(var_diff, 0.0, None))
     pi = np.exp(strengths - strengths.max())
-    pi = pi / pi.sum()
-    return BradleyTerry(
-        names=names,
-        pi=pi,
-        pi_se=_pi_standard_errors(pi, comparisons, names.index(pi_reference)),
-        pi_reference=pi_reference,
-        strengths=strengths,
-        se=np.sqrt(np.clip(np.diag(covariance), 0.0, None)),
-        covariance=covariance,
-        win_rate=win_rate,
-        win_rate_se=win_rate_se,
-        comparisons=comparisons,
-        wins=wins,
-        constraint=constraint,
-    )
+    return {
+        "pi": pi / pi.sum(),
+        "strengths": strengths,
+        "se": np.sqrt(np.clip(np.diag(covariance), 0.0, None)),
+        "covariance": covariance,
+        "win_rate": win_rate,
+        "win_rate_se": win_rate * (1 - win_rate) * np.sqrt(np.clip(var_diff, 0.0, None)),
+    }
 
 
 def _check_mle_exists(names: list[str], wins: np.ndarray) -> None:

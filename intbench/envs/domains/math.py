@@ -59,13 +59,18 @@ def boxed_answer(problem: Problem) -> str:
     return f"\\boxed{{{problem.answer}}}"
 
 
-def boxed_math_domain(**spec: Any) -> Domain:
+BOXED_FORMAT = (
+    "End with exactly one final line containing your answer in the form \\boxed{your answer}."
+)
+"""The MATH domain's answer format: the final answer in \\boxed{}."""
+
+
+def boxed_math_domain(answer_format: str = BOXED_FORMAT, **spec: Any) -> Domain:
     """A competition-math domain: a final answer in \\boxed{}, graded and leak-checked as
     math, and procedural problems with exact variants."""
     return Domain(
         kind="text",
-        # Feedback paper / Int-Bench math format: the final answer in \boxed{}.
-        answer_format="End with exactly one final line containing your answer in the form \\boxed{your answer}.",
+        answer_format=answer_format,
         verifier="intbench.verifiers.math:verify_math",
         leak_check="intbench.verifiers.leakage:math_leaked",
         procedural=True,

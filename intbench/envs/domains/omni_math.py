@@ -137,7 +137,11 @@ def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
     return generate_omni_math(n, seed=seed, split=split)
 
 
+OMNI_MATH_FORMAT = "End with exactly one final line in this format:\n\\boxed{your answer}"
+"""Feedback paper App. A.8, the Omni-MATH student prompts' last sentence, verbatim."""
+
 DOMAIN = boxed_math_domain(
+    answer_format=OMNI_MATH_FORMAT,
     name="omni_math",
     env_name="OmniMath",
     description="olympiad-level math (Omni-MATH), LaTeX final answers",
