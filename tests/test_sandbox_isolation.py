@@ -467,3 +467,55 @@ def test_cgroup_v1_parents_are_our_own_memory_and_pids_cgroups(tmp_path):
         [f"{tmp_path}/memory/job", f"{tmp_path}/pids"],
     )
     assert sandbox._cgroup_parents(mounts.replace("memory", "cpu"), own) is None
+
+
+# Issue 38: no state of one test reaches the next, nor another submission.
+LEAVES_STATE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+KEY, IPC_CREAT = 0x1B38, 0o1000
+
+def shared_memory_left():
+    shmid = libc.shmget(KEY, 4096, 0o600)
+    if shmid < 0:
+        return False
+    address = libc.shmat(shmid, None, 0)
+    return address not in (None, ctypes.c_void_p(-1).value) and ctypes.string_at(address, 6) == b"LEAKED"
+
+def leave_shared_memory():
+    shmid = libc.shmget(KEY, 4096, IPC_CREAT | 0o600)
+    if shmid < 0:
+        return "refused"
+    address = libc.shmat(shmid, None, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        return "refused"
+    ctypes.memmove(address, b"LEAKED", 6)
+    return "left"
+
+found = [
+    name for name, present in (
+        ("shm", shared_memory_left()),
+        ("file", os.path.exists("leaked.txt") or os.path.exists("/dev/shm/leaked")),
+        ("env", os.environ.get("LEAKED") == "1"),
+    ) if present
+]
+print("ESCAPED" if found else "BLOCKED", *found)
+print("shm", leave_shared_memory())
+open("leaked.txt", "w").write("x")
+open("/dev/shm/leaked", "w").write("x")
+os.environ["LEAKED"] = "1"
+"""
+
+
+@pytest.mark.parametrize("level", ISOLATING)
+def test_no_state_crosses_tests_or_submissions(level):
+    """SysV shared memory (refused outright), files and environment of one test are
+    gone in the next test and in the next submission, under each isolating back-end."""
+    for _submission in range(2):
+        run = run_program(LEAVES_STATE, [{"input": ""}] * 2, limits=LIMITS, isolation=level)
+        assert run.error is None and run.isolation == level, run.error
+        for outcome in run.outcomes:
+            assert outcome.status == "ok", outcome.stderr
+            assert outcome.stdout.split("\n")[:2] == ["BLOCKED", "shm refused"], outcome.stdout
