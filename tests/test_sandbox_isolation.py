@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -519,3 +520,30 @@ def test_no_state_crosses_tests_or_submissions(level):
         for outcome in run.outcomes:
             assert outcome.status == "ok", outcome.stderr
             assert outcome.stdout.split("\n")[:2] == ["BLOCKED", "shm refused"], outcome.stdout
+
+
+# Issue 38: a program that replaces the runner's encoder and answers, just before its
+# time limit, with 1 MiB of hash-colliding integers (all multiples of 2**61 - 1 hash to 0).
+COLLIDING_REPLY = """
+import __main__, time
+MODULUS = 2**61 - 1
+def collide(value, depth=0):
+    return ["frozenset", [["int", str(k * MODULUS)] for k in range(28_000)]]
+__main__.encode_value = collide
+def f(x):
+    time.sleep(1.5)
+    return x
+"""
+
+
+@pytest.mark.parametrize("level", ISOLATING)
+def test_a_hash_colliding_reply_is_decoded_within_the_time_limit(level):
+    limits = SandboxLimits(time_limit_s=2.0, total_time_s=6.0, memory_mb=512)
+    started = time.monotonic()
+    run = run_program(
+        COLLIDING_REPLY, [{"code": "assert candidate(1) == 1"}], kind="function",
+        entry_point="f", limits=limits, isolation=level,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert run.outcomes[0].status != "ok"
+    assert elapsed < limits.time_limit_s + 2.0, f"grading took {elapsed:.1f} s"
