@@ -99,6 +99,7 @@ from fractions import Fraction
 
 from intbench.records import Problem, Verdict
 from intbench.verifiers.bounds import graded_part
+from intbench.verifiers.boxes import operand_form
 from intbench.verifiers.isolation import IsolatedPool, RemoteError, WorkerCrashed, WorkerTimeout
 
 logger = logging.getLogger(__name__)
@@ -129,17 +130,7 @@ _DOUBLED_BOX_COMMANDS = ("\\\\boxed", "\\\\fbox")
 _FINAL_ANSWER_RE = re.compile(r"final\s+answer", re.IGNORECASE)
 _HOPE_RE = re.compile(r"I\s+hope\s+it\s+is\s+correct\.?$", re.IGNORECASE)
 _LINE_LEAD_RE = re.compile(r"(?:is\b|:)\s*(?:(?:the\s+)?answer\b\s*(?:is\b|:)?\s*)?", re.IGNORECASE)
-# Signs that make a box one operand of a larger expression: -\boxed{3}, \boxed{3}^2, 2\boxed{3}.
-# A star is markdown emphasis (**\boxed{3}**) unless a number or bracket stands beside it.
-_OPERAND_BEFORE_RE = re.compile(
-    r"(?:[-+/^_]\s*|[\d)}\]]\s*\*\s*|\d|\\(?:cdot|times|div|sqrt|pm|mp)\s*)\Z"
-)
 _PERCENT_AFTER_BOX_RE = re.compile(r"(?:\s*\\%)+")
-_BULLET_RE = re.compile(r"\n[ \t]*[-+*][ \t]+\Z")  # "- \boxed{5}" starting a list item
-_OPERAND_AFTER_RE = re.compile(
-    r"\s*(?:[/^_!'\d]|\.\d|[-+*]\s*[\d\\({]|\\(?:cdot|times|div|pm|mp|%)(?![a-zA-Z]))"
-)
-_OPERAND_CONTEXT_CHARS = 16  # how far around a box the operator is looked for
 # "The largest $n$ is 34": the answer follows the last "is" when what precedes it
 # names the answer (no number, no second clause, no negation).
 _NAMED_ANSWER_RE = re.compile(r"^(?P<name>[^\d]{0,80}?)\s+is\s+(?P<answer>.+)$", re.IGNORECASE)
@@ -211,25 +202,6 @@ def _undouble(s: str) -> str:
     return s
 
 
-def _operand_form(text: str, command: int, close: int, in_group: bool) -> str | None:
-    """The box with its operator when it is one operand of a larger expression, else ``None``.
-
-    The form keeps ``\\boxed``, so it is graded as an expression containing a box
-    (which never matches), not as the box's content.
-    """
-    box = text[command : close + 1]
-    if in_group:
-        return "{" + box
-    window = ("\n" if command <= _OPERAND_CONTEXT_CHARS else "") + text[
-        max(0, command - _OPERAND_CONTEXT_CHARS) : command
-    ]
-    before = _OPERAND_BEFORE_RE.search(window)
-    if before is not None and _BULLET_RE.search(window) is None:
-        return before.group().strip() + box
-    after = _OPERAND_AFTER_RE.match(text, close + 1)
-    return box + after.group().strip() if after is not None else None
-
-
 def boxed_answers(text: str) -> list[str]:
     """The non-empty contents of the top-level boxes of ``text``, in reading order.
 
@@ -248,7 +220,7 @@ def boxed_answers(text: str) -> list[str]:
         if percent is not None and not in_group:  # \boxed{50}\% is the answer 50\%
             answers.append(content + "\\%" * percent.group().count("%"))
         else:
-            answers.append(_operand_form(text, command, end, in_group) or content)
+            answers.append(operand_form(text, command, end, in_group) or content)
     return answers
 
 
