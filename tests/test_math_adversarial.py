@@ -265,6 +265,7 @@ PROBED_FALSE_REJECTS = [
     ("5", "Answers:\n- \\boxed{5}"),
     ("5", r"**\boxed{5}**"),
     ("5", r"\boxed{5} - that is all."),
+    ("5", r"$\boxed{5}$ or 6"),  # a box is graded alone: unmarked words earn nothing
     (r"1, 2, 3, \ldots", r"\boxed{1, 2, 3, \dots}"),
 ]
 

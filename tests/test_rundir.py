@@ -51,10 +51,12 @@ def test_resume_accepts_any_json_run_key_and_keys_are_canonical(tmp_path):
     run = RunDir(tmp_path / "run")
     shutil.copytree(FIXTURE, run.path)
     first = run.episodes()[0].to_dict()
-    keys = [["variant", 1], {"b": 2, "a": 1}, {"a": 1, "b": 2}, "[\"variant\", 1]"]
+    keys = [["variant", 1], {"b": 2, "a": 1}, {"a": 1, "b": 2}, '["variant", 1]']
     with run.log() as log:
         for key in keys:
-            log.append(Episode.from_dict({**first, "metadata": {**first["metadata"], "run_key": key}}))
+            log.append(
+                Episode.from_dict({**first, "metadata": {**first["metadata"], "run_key": key}})
+            )
     reopened = run.log()
     assert reopened.finished(["variant", 1]) and reopened.finished({"a": 1, "b": 2})
     assert reopened.finished('["variant", 1]')  # a string key stays a string, not a list

@@ -5,7 +5,7 @@ Only :func:`~intbench.verifiers.bounds.graded_part` of a response (its last
 
 1. **Extraction** (in process, linear time): every top-level balanced
    ``\\boxed{...}``/``\\fbox{...}``, else the answer on the last "Final Answer:" /
-   "The final answer is" line.
+   "The final answer is" line (see *Final-answer lines*).
 2. **Fast path** (in process): both answers are normalised (``$``, spacing,
    ``\\dfrac``, ``\\text{}``, units, degrees, percent, thousands separators,
    ``x =``); equal strings, plain numbers, plain words, relations and
@@ -37,6 +37,27 @@ compared (``0.5\\%`` is not ``50\\%``).  A reference ``p\\%`` accepts ``p`` and
 as ``q`` when ``r`` is a whole number (``50\\%`` for ``50``; ``5000\\%`` is not
 ``50``), else as ``q/100`` (``50\\%`` for ``0.5``; ``0.5\\%`` is not ``0.5``).
 
+**Boxes.**  A box is graded alone; words outside it are not read (an unmarked
+second answer earns nothing).  A box that is one operand of an expression
+(``-\\boxed{3}``, ``\\frac{1}{\\boxed{3}}``, ``\\boxed{3}^2``) or holds another box is
+graded as the whole expression, which never matches (see
+:mod:`intbench.verifiers.boxes`).  A box written ``\\\\boxed`` (doubled backslashes)
+is read, its content halved.
+
+**Final-answer lines.**  A line that is one math span (``$5$``, ``\\[5\\]``) is
+its content.  "NAME is ANSWER" is ANSWER when NAME has no digit, negation or
+second clause (``The largest $n$ is 34``).  Any other line is graded whole,
+words and all (``not $5$``, ``x < $5$``, ``$5$ or 6`` are not 5).  A display
+opened on the line is read to its end; under a bare "**Final Answer**" heading
+the next line is the answer.
+
+**Numerals, units and marks.**  ``1011_2`` is compared in base 2 (a bare answer
+is read in the reference's base).  When both sides carry a unit the units must
+agree (``5 m`` is not ``5 cm``; spellings of one unit agree).  Primes and
+ellipses (``5''``, ``5\\dots``) only match a reference that has them, and two
+percent signs are no percent.  Values that are not finite numbers (``1:00`` and
+``12:00`` both read as 1/0) only match the same signed infinity.
+
 **Relations and text.**  An answer with an inequality or approximation sign
 (``\\leq 2``, ``\\approx 2``) or an equation other than one assignment
 (``x = 3 = 2``, ``3 + 4 = 7``) only matches a reference that has one too.  An
@@ -48,11 +69,14 @@ the answer (``\\text{the answer is not 5}`` is not ``5``); known units are dropp
 thousands separator (``1,000``, ``2,100``), in the answer and the reference
 alike; a comma followed by a space always separates list items
 (``32, 349`` is a list, never 32349).  Against a reference written as a decimal,
-an answer such as ``1,22`` is a decimal comma (1.22).  Spaces between digits
-are digit grouping (``32\\,349`` is 32349).
+an answer such as ``1,22`` is a decimal comma (1.22); a reference ``1,22`` or
+``0,111`` against a decimal answer is one too, unless three digits follow a
+non-zero whole part (``1,222`` stays 1222).  MATH's ``10,\\!000`` is 10000.
+Spaces between digits are digit grouping (``32\\,349`` is 32349).
 
 **Collections.**  A reference that is a set (``\\{1,3\\}``) or a bare list
-(``1, 3``) is compared unordered with an answer list of any brackets.  A
+(``1, 3``, ``6 \\text{ and } 8``, ``(1,2), (3,4)``) is compared unordered with an
+answer list of any brackets; an item written twice is one item.  A
 reference in ``()`` or ``[]`` (an ordered pair or an interval) needs the same
 brackets and order.
 
@@ -77,6 +101,11 @@ Deliberate differences from plain ``math_verify.parse`` + ``math_verify.verify``
   the pair ``(1,2)``), and a list is never one number (``3, 3`` is not ``3``).
 * Decimal commas (``1,22`` for ``1.22``), digit groups split by spaces
   (``32\\,349``), ``90°`` and ``\\fbox`` are read; math-verify rejects them.
+* Words around a math span of a final-answer line are graded (``not $5$``); a
+  box that is an operand is graded with its operator; numeral bases, units,
+  primes and ellipses are compared; two undefined values are not equal.
+* Equations are equal when one is the other scaled (``2x+4y-3=0`` and
+  ``y=-\\frac12x+\\frac34``); sums and products of matrices are evaluated.
 * An answer is only taken from a box or a "final answer" line, and only from
   the graded part of the response; math-verify also takes a bare number
   anywhere (``The answer is 7.``).
@@ -84,7 +113,9 @@ Deliberate differences from plain ``math_verify.parse`` + ``math_verify.verify``
   the answer (which finds ``2`` in ``\\leq 2``) is not used.
 
 ``benchmarks/math_agreement.py`` measures both graders on the labelled pairs of
-``tests/fixtures/math_answer_pairs.jsonl``, where each such pair names its rule.
+``tests/fixtures/math_answer_pairs.jsonl``, where each such pair names its rule;
+``tests/test_math_verify_suite.py`` on Math-Verify's own test suite.  The rules
+with an example and a test each: ``docs/GRADING.md``.
 """
 
 from __future__ import annotations
@@ -209,7 +240,9 @@ def boxed_answers(text: str) -> list[str]:
     ``\\frac{1}{\\boxed{3}}``, ``\\boxed{3}^2``) is returned with its operator
     (``-\\boxed{3}``), so it is graded as the expression it is part of, never alone.
     """
-    scanned = {(start, end): (command, in_group) for command, start, end, in_group in _box_scan(text)}
+    scanned = {
+        (start, end): (command, in_group) for command, start, end, in_group in _box_scan(text)
+    }
     answers = []
     for start, end in _top_level(list(scanned)):
         content = _undouble(text[start:end].strip())
@@ -336,9 +369,7 @@ _UNITS = (
     "ounces?|oz|grams?|g|kg|kilograms?|liters?|litres?|l|ml|milliliters?|gallons?|cups?|"
     "people|students|ways|cubic\\s+\\w+|square\\s+\\w+"
 )
-_TRAILING_UNIT_RE = re.compile(
-    rf"^(.*?[\d}}])\s+({_UNITS})(\s*\^?\{{?[23]\}}?)?$", re.IGNORECASE
-)
+_TRAILING_UNIT_RE = re.compile(rf"^(.*?[\d}}])\s+({_UNITS})(\s*\^?\{{?[23]\}}?)?$", re.IGNORECASE)
 # Spellings of one unit share a name: "5 centimeters" and "5\text{ cm}" agree, "5 m" does not.
 _UNIT_NAMES = {
     "cm": ("centimeter", "centimetre"), "mm": ("millimeter", "millimetre"),
@@ -353,7 +384,9 @@ _TEXT_CMD_RE = re.compile(
     r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}"
 )
 # "\ " is a LaTeX space too; "\\" (a line break) is not touched.
-_SPACING_RE = re.compile(r"(?<!\\)\\(?:(?:left|right|displaystyle|quad|qquad)(?![a-zA-Z])|[!,;: ])|~")
+_SPACING_RE = re.compile(
+    r"(?<!\\)\\(?:(?:left|right|displaystyle|quad|qquad)(?![a-zA-Z])|[!,;: ])|~"
+)
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree|°")
 # x = 3, x_1 = 3, x \in [0, 1], and a tuple of variables (x, y) = (1, 2)
 _ASSIGNMENT_RE = re.compile(
