@@ -184,6 +184,9 @@ PROBED_FALSE_ACCEPTS = [
     ("3", r"$\boxed{3} - 1$"),
     ("3", r"$\boxed{3} \cdot 2$"),
     ("5", r"\boxed{\boxed{5}+6}"),
+    # two boxes that differ only in what normalisation sets aside are two answers
+    (r"5\text{ cm}", r"\boxed{5\text{ cm}} or \boxed{5\text{ m}}"),
+    ("1011_2", r"\boxed{1011_2} or \boxed{1011_3}"),
     # numeral bases
     ("1011_2", r"\boxed{1011_3}"),
     ("204_5", r"\boxed{204_6}"),

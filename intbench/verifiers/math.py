@@ -907,7 +907,11 @@ def _items_equal(reference: list[str], answer: list[str], ordered: bool) -> bool
 
 def _distinct_items(items: list[str]) -> list[str]:
     """Set items with repeats dropped; ``(3, 7)`` and ``(3,7)`` are one item."""
-    return list({normalize_answer(item).text.replace(" ", ""): item for item in items}.values())
+    seen = {}
+    for item in items:
+        norm = normalize_answer(item)
+        seen.setdefault(dataclasses.replace(norm, text=norm.text.replace(" ", "")), item)
+    return list(seen.values())
 
 
 def _is_bare_list(items: tuple[str, str, list[str]] | None) -> bool:
@@ -1087,9 +1091,10 @@ def _reference_text(answer: object) -> str:
 
 def _distinct(answers: list[str]) -> list[str]:
     """Answers with repeats (after cheap normalisation) dropped, in order."""
-    seen: dict[str, str] = {}
+    seen: dict[object, str] = {}
     for answer in answers:
-        key = normalize_answer(answer).text if len(answer) <= MAX_ANSWER_CHARS else answer
+        # The whole normalised answer: "5 cm" and "5 m" share a text but not a unit.
+        key = normalize_answer(answer) if len(answer) <= MAX_ANSWER_CHARS else answer
         seen.setdefault(key, answer)
     return list(seen.values())
 
