@@ -39,12 +39,20 @@ BATCH_CASES = 16
 
 
 def _math_responses():
+    """Each offline MATH problem with its reference and a wrong answer, then every
+    labelled answer pair (the answers that reach the worker's parser)."""
     from intbench.envs.domains import load_problems
+    from intbench.records import Problem
 
     problems = load_problems("math", source="offline", n=MATH_PROBLEMS, seed=0)
     for problem in problems:
         yield problem, f"So the answer is $\\boxed{{{problem.answer}}}$."
         yield problem, f"So the answer is $\\boxed{{{problem.answer}1}}$."
+    for line in PAIRS.read_text(encoding="utf-8").splitlines():
+        pair = json.loads(line)
+        problem = Problem(id="pair", domain="math", question="?", answer=pair["reference"])
+        response = pair.get("response", f"The answer is \\boxed{{{pair.get('answer')}}}.")
+        yield problem, response
 
 
 def _code_responses():
@@ -80,32 +88,27 @@ def _batching_seconds() -> tuple[float, float]:
     return batched, time.perf_counter() - start
 
 
-def throughput_worker() -> None:
+def throughput_worker(math_only: bool) -> None:
     """Run the workload with whichever ``intbench`` is importable; print JSON."""
     import logging
 
     logging.disable(logging.WARNING)
     math_rate, math_errors = _answers_per_second(_math_responses())
-    code_rate, code_errors = _answers_per_second(_code_responses())
-    batched, per_case = _batching_seconds()
-    print(
-        json.dumps(
-            {
-                "math_answers_per_s": math_rate,
-                "math_errors": math_errors,
-                "code_answers_per_s": code_rate,
-                "code_errors": code_errors,
-                "batched_s": batched,
-                "per_case_s": per_case,
-            }
-        )
-    )
+    result = {"math_answers_per_s": math_rate, "math_errors": math_errors}
+    if not math_only:
+        code_rate, code_errors = _answers_per_second(_code_responses())
+        batched, per_case = _batching_seconds()
+        result.update(
+            code_answers_per_s=code_rate, code_errors=code_errors,
+            batched_s=batched, per_case_s=per_case,
+        )  # fmt: skip
+    print(json.dumps(result))
 
 
-def _run_worker(src: Path) -> dict:
+def _run_worker(src: Path, math_only: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=str(src))
     out = subprocess.run(
-        [sys.executable, __file__, "--throughput-worker"],
+        [sys.executable, __file__, "--throughput-worker", *(["--math-only"] if math_only else [])],
         env=env,
         cwd=src,
         capture_output=True,
@@ -115,14 +118,14 @@ def _run_worker(src: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def throughput(baseline: Path | None, repeats: int) -> dict[str, list[dict]]:
+def throughput(baseline: Path | None, repeats: int, math_only: bool) -> dict[str, list[dict]]:
     runs: dict[str, list[dict]] = {"after": []}
     if baseline is not None:
         runs["before"] = []
     for _ in range(repeats):  # alternate, so both see the same machine load
         if baseline is not None:
-            runs["before"].append(_run_worker(baseline))
-        runs["after"].append(_run_worker(ROOT))
+            runs["before"].append(_run_worker(baseline, math_only))
+        runs["after"].append(_run_worker(ROOT, math_only))
     return runs
 
 
@@ -181,6 +184,7 @@ def render(agreement: dict, references: dict, hostile: dict, speed: dict, args) 
         "# Grader agreement, reference and hostile programs, throughput",
         "",
         f"- command: `python benchmarks/grader_agreement.py --repeats {args.repeats}"
+        + (" --math-only" if args.math_only else "")
         + (" --baseline-src <checkout of the baseline commit>`" if args.baseline_src else "`"),
         f"- machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "",
@@ -188,11 +192,15 @@ def render(agreement: dict, references: dict, hostile: dict, speed: dict, args) 
         "",
         to_markdown(agreement),
         "",
-        "## Code",
-        "",
-        "| check | count | not as expected |",
-        "|---|---|---|",
     ]
+    if references is not None:
+        lines += _code_lines(references, hostile)
+    lines += _throughput_lines(speed)
+    return "\n".join(lines)
+
+
+def _code_lines(references: dict, hostile: dict) -> list[str]:
+    lines = ["## Code", "", "| check | count | not as expected |", "|---|---|---|"]
     for domain, row in references.items():
         lines.append(
             f"| {domain}: reference program passes | {row['problems']} | {len(row['failed'])} |"
@@ -206,7 +214,11 @@ def render(agreement: dict, references: dict, hostile: dict, speed: dict, args) 
         lines.append(f"Reference programs that failed: {', '.join(references_failed)}.")
     if hostile["passed"]:
         lines.append(f"Hostile programs graded correct: {', '.join(hostile['passed'])}.")
-    lines += ["", "## Throughput (median of the runs; higher answers/s is better)", ""]
+    return lines
+
+
+def _throughput_lines(speed: dict) -> list[str]:
+    lines = ["", "## Throughput (median of the runs; higher answers/s is better)", ""]
     versions = [v for v in ("before", "after") if v in speed]
     lines.append(
         "| measure | "
@@ -220,17 +232,26 @@ def render(agreement: dict, references: dict, hostile: dict, speed: dict, args) 
         (f"{BATCH_CASES} stdio cases, one sandbox (s)", "batched_s"),
         (f"{BATCH_CASES} stdio cases, a sandbox each (s)", "per_case_s"),
     ]
+    measured = speed["after"][0]
     for label, key in measures:
+        if key not in measured:
+            continue
         values = [_median(speed[v], key) for v in versions]
         row = f"| {label} | " + " | ".join(f"{x:.3g}" for x in values)
         if len(values) == 2:
             row += f" | {values[1] / values[0]:.2f}"
         lines.append(row + " |")
-    for version in versions:
+    if len(versions) == 2:
+        before, after = (1000 / _median(speed[v], "math_answers_per_s") for v in versions)
+        lines.append(
+            f"\nMath grading cost per answer: {before:.2f} ms before, {after:.2f} ms after "
+            f"(**{after / before:.2f}x**)."
+        )
+    for version in versions if "per_case_s" in measured else []:
         ratio = _median(speed[version], "per_case_s") / _median(speed[version], "batched_s")
         lines.append(f"\nSandbox batching ratio ({version}): **{ratio:.1f}x**")
     lines += ["", "Raw runs:", "", "```json", json.dumps(speed, indent=1), "```", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> None:
@@ -238,18 +259,21 @@ def main() -> None:
     parser.add_argument("--baseline-src", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--math-only", action="store_true", help="grade math only (no code checks or throughput)"
+    )
     parser.add_argument("--throughput-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.throughput_worker:
-        throughput_worker()
+        throughput_worker(args.math_only)
         return
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from math_agreement import math_agreement
 
     agreement = math_agreement(PAIRS)
-    references = reference_programs()
-    hostile = hostile_programs()
-    speed = throughput(args.baseline_src, args.repeats)
+    references = None if args.math_only else reference_programs()
+    hostile = None if args.math_only else hostile_programs()
+    speed = throughput(args.baseline_src, args.repeats, args.math_only)
     text = render(agreement, references, hostile, speed, args)
     print(text)
     if args.out:

@@ -25,7 +25,8 @@ def default_cache_dir() -> Path:
 def stable_hash(*parts: Any) -> str:
     """A hex digest of JSON-serialisable parts, stable across processes."""
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    # surrogatepass: lone surrogates (possible in model output) keep distinct bytes.
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

@@ -172,15 +172,32 @@ def read_episode_file(path: Path) -> EpisodeFile:
     return result
 
 
+def canonical_run_key(value: object) -> object:
+    """A hashable key equal for equal JSON values: a string as it is, any other value as
+    ``("json", canonical JSON with sorted keys)``.
+
+    Records are read back from JSON, so a key may be a list or an object (unhashable)
+    or an object whose keys were written in another order.
+    """
+    if isinstance(value, str):
+        return value
+    return ("json", json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
+
+
 def latest_by_run_key(episodes: Iterable[Episode]) -> dict[object, Episode]:
-    """The latest record of each ``metadata.run_key``, at the place of its first record.
+    """The latest record of each ``metadata.run_key`` (see :func:`canonical_run_key`), at
+    the place of its first record.
 
     A record without a run key (one written by hand) is kept on its own.
     """
     latest: dict[object, Episode] = {}
     for index, episode in enumerate(episodes):
-        latest[episode.metadata.get("run_key", ("line", index))] = episode
+        key = episode.metadata.get("run_key", _NO_KEY)
+        latest[("line", index) if key is _NO_KEY else canonical_run_key(key)] = episode
     return latest
+
+
+_NO_KEY = object()
 
 
 def _fsynced_write(handle, text: str) -> None:
@@ -232,8 +249,8 @@ class EpisodeLog:
             with _writing(self.path), open(self.path, "r+b") as handle:
                 handle.truncate(keep)
 
-    def finished(self, key: str) -> bool:
-        record = self.records.get(key)
+    def finished(self, key: object) -> bool:
+        record = self.records.get(canonical_run_key(key))
         return record is not None and not record.error
 
     def drop_failed(self) -> int:
@@ -264,7 +281,7 @@ class EpisodeLog:
                 self._fd = os.open(self.path, flags, 0o644)
             _write_all(self._fd, line)
         self._unsynced += 1
-        self.records[episode.metadata["run_key"]] = episode
+        self.records[canonical_run_key(episode.metadata["run_key"])] = episode
         if (
             self._unsynced >= self.sync_every
             or time.monotonic() - self._last_sync >= self.sync_interval_s

@@ -39,7 +39,7 @@ from intbench.cache import stable_hash
 from intbench.envs.registration import protocol_of
 from intbench.records import Episode, Problem
 from intbench.run_summary import RunSummary
-from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError
+from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError, canonical_run_key
 from intbench.scheduling import Scheduler, episode_program
 
 __all__ = [
@@ -706,7 +706,7 @@ def check_replay(config: RunConfig) -> dict:
             f"{where} has {saved.get('repeats', 1)} repeat(s), this run asks for {config.repeats}"
         )
     keys = _replay_keys(source, config.repeats)
-    episodes = {e.metadata.get("run_key"): e for e in source.episodes()}
+    episodes = {canonical_run_key(e.metadata.get("run_key")): e for e in source.episodes()}
     missing = [key for key in keys if not _usable(episodes.get(key))]
     if missing:
         raise ReplayError(
@@ -726,7 +726,7 @@ def replay_teacher(config: RunConfig, problems: list[Problem]):
         raise ReplayError(f"{source.path} ran other problems than this run draws")
     plan = {}
     for episode in source.episodes():
-        key = episode.metadata.get("run_key")
+        key = canonical_run_key(episode.metadata.get("run_key"))
         intervention = episode.intervention
         plan[key] = ReplayedIntervention(
             position=intervention.position if intervention else None,

@@ -165,3 +165,115 @@ def test_fuzzed_text_always_gives_a_verdict(pool, reference, body):
         # grader_error is what verify_math returns when its own code raised.
         assert verdict.details.get("reason") != "grader_error", verdict.to_dict()
         json.dumps(verdict.to_dict(), default=str)
+
+
+# Issue 38: answers a probing policy found accepted for the wrong reason.
+PMATRIX = r"\begin{pmatrix}1&2\\3&4\end{pmatrix}"
+PROBED_FALSE_ACCEPTS = [
+    # a "Final Answer:" line is graded whole, never on its one $...$ span
+    ("5", "Final Answer: not $5$"),
+    ("5", "Final Answer: x < $5$"),
+    ("5", "Final Answer: $5$ or 6"),
+    ("5", "Final Answer: it is 6, or maybe it is $5$"),
+    # a box that is one operand of a larger expression, or holds another box
+    ("3", r"So $-\boxed{3}$."),
+    ("3", r"The answer is - \boxed{3}."),
+    ("3", r"$\frac{1}{\boxed{3}}$"),
+    ("3", r"$\boxed{3}^2$"),
+    ("3", r"$2\boxed{3}$"),
+    ("3", r"$\boxed{3} - 1$"),
+    ("3", r"$\boxed{3} \cdot 2$"),
+    ("5", r"\boxed{\boxed{5}+6}"),
+    # two boxes that differ only in what normalisation sets aside are two answers
+    (r"5\text{ cm}", r"\boxed{5\text{ cm}} or \boxed{5\text{ m}}"),
+    ("1011_2", r"\boxed{1011_2} or \boxed{1011_3}"),
+    # numeral bases
+    ("1011_2", r"\boxed{1011_3}"),
+    ("204_5", r"\boxed{204_6}"),
+    ("204_5", r"\boxed{204_{6}}"),
+    ("11", r"\boxed{1011_3}"),
+    ("1011_2", r"\boxed{1012}"),  # not a base-2 numeral
+    # units, primes, ellipses, doubled percent, determinants
+    (r"5\text{ cm}", r"\boxed{5 m}"),
+    (r"5\text{ cm}", r"\boxed{5\text{ km}}"),
+    (r"5 \text{ cm}^2", r"\boxed{5 \text{ m}^2}"),
+    (r"5\text{ dollars}", r"\boxed{5\text{ cents}}"),
+    ("5", r"\boxed{5''}"),
+    ("3", r"\boxed{3'}"),
+    ("5", r"\boxed{5\dots}"),
+    ("2", r"\boxed{2 \ldots}"),
+    ("5", r"\boxed{5\%\%}"),
+    ("5", r"\boxed{5}\%\%"),
+    (PMATRIX, r"\boxed{\begin{vmatrix}1&2\\3&4\end{vmatrix}}"),
+    # two answers that only "agree" because neither is a finite value
+    ("12:00", r"\boxed{1:00}"),
+    (r"\frac{1}{0}", r"\boxed{\frac{2}{0}}"),
+    # equations that are not one equation scaled
+    ("x^2=4", r"\boxed{x=2}"),
+    ("2x+4y-3=0", r"\boxed{2x+4y-3=1}"),
+]
+
+
+@pytest.mark.parametrize(("reference", "response"), PROBED_FALSE_ACCEPTS)
+def test_probed_false_accepts_are_incorrect(pool, reference, response):
+    verdict = verify_math(_problem(reference), response, pool=pool)
+    assert verdict.status == "incorrect", verdict.to_dict()
+
+
+PROBED_FALSE_REJECTS = [
+    # percent written as a word
+    (r"28\%", r"\boxed{28 percent}"),
+    (r"28\%", r"\boxed{28 pct}"),
+    (r"28\%", r"\boxed{28 percentage}"),
+    (r"28\%", "Final Answer: 28 percent"),
+    (r"50\%", r"\boxed{50}\%"),
+    # MATH thousands separators, both directions; decimal-comma references
+    (r"10,\!000", r"\boxed{10000}"),
+    ("10000", r"\boxed{10,\!000}"),
+    ("32349", r"\boxed{32,\! 349}"),
+    ("1,22", r"\boxed{1.22}"),
+    ("0,111", r"\boxed{0.111}"),
+    # lists joined by words, one box per item
+    (r"6 \text{ and } 8", r"\boxed{6, 8}"),
+    ("19, 46, and 82", r"\boxed{19, 46, 82}"),
+    ("(1,2), (3,4)", r"\boxed{(1,2)} and \boxed{(3,4)}"),
+    ("(2, 2), (6, 2)", r"$$\boxed{(2, 2)} \quad \text{and} \quad \boxed{(6, 2)}$$"),
+    ("(5, 8), (8, 5)", r"\boxed{(x, y) = (5, 8) \text{ and } (8, 5)}"),
+    # final-answer lines with words around the answer
+    ("34", "Final Answer: The largest $n$ is 34."),
+    ("34", "Final Answer: 34. I hope it is correct."),
+    ("9", "Final Answer: Answer \\[\n 9 \n\\]"),
+    ("9", "**Final Answer**\n\\[ 9 \\]"),
+    ("1000.99", "Final Answer: $1,000.99"),
+    # doubled backslashes from a raw string printed twice
+    (r"\frac{1}{2}", r"\\boxed{\\frac{1}{2}}"),
+    (r"\frac{1}{2}", r"Final Answer: $\\frac{1}{2}$"),
+    # equivalent equations, unevaluated matrix sums and products
+    ("2x+4y-3=0", r"\boxed{y=-\frac{1}{2}x+\frac{3}{4}}"),
+    ("x=3", r"\boxed{2x=6}"),
+    (
+        r"\begin{pmatrix}6&8\\10&12\end{pmatrix}",
+        r"\boxed{\begin{pmatrix}1&2\\3&4\end{pmatrix}+\begin{pmatrix}5&6\\7&8\end{pmatrix}}",
+    ),
+    (PMATRIX, r"\boxed{\begin{pmatrix}1&0\\0&1\end{pmatrix}\begin{pmatrix}1&2\\3&4\end{pmatrix}}"),
+    (PMATRIX, r"\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}"),
+    # what the new rules must keep accepting
+    ("1011_2", r"\boxed{1011_2}"),
+    ("1011_2", r"\boxed{1011}"),
+    ("11", r"\boxed{1011_2}"),
+    (r"5\text{ cm}", r"\boxed{5 \text{ centimeters}}"),
+    (r"5\text{ cm}", r"\boxed{5}"),
+    ("12:00", r"\boxed{12:00}"),
+    ("5", r"$x = \boxed{5}$"),
+    ("5", "Answers:\n- \\boxed{5}"),
+    ("5", r"**\boxed{5}**"),
+    ("5", r"\boxed{5} - that is all."),
+    ("5", r"$\boxed{5}$ or 6"),  # a box is graded alone: unmarked words earn nothing
+    (r"1, 2, 3, \ldots", r"\boxed{1, 2, 3, \dots}"),
+]
+
+
+@pytest.mark.parametrize(("reference", "response"), PROBED_FALSE_REJECTS)
+def test_probed_false_rejects_are_correct(pool, reference, response):
+    verdict = verify_math(_problem(reference), response, pool=pool)
+    assert verdict.status == "correct", verdict.to_dict()

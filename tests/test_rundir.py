@@ -43,3 +43,22 @@ def test_runs_are_found_below_a_directory_and_problems_read_back():
     assert [r.path.name for r in runs] == ["feedback", "monitor", "tutor"]
     assert RunDir.below(FIXTURE / "episodes.jsonl")[0].path == FIXTURE
     assert [p.id for p in RunDir(FIXTURE).problems()][0] == "math/procedural/test/0/0"
+
+
+def test_resume_accepts_any_json_run_key_and_keys_are_canonical(tmp_path):
+    # Issue 38: a list in run_key crashed RunDir.episodes() and .log() with
+    # "unhashable type: 'list'"; an object's key order must not make two episodes.
+    run = RunDir(tmp_path / "run")
+    shutil.copytree(FIXTURE, run.path)
+    first = run.episodes()[0].to_dict()
+    keys = [["variant", 1], {"b": 2, "a": 1}, {"a": 1, "b": 2}, '["variant", 1]']
+    with run.log() as log:
+        for key in keys:
+            log.append(
+                Episode.from_dict({**first, "metadata": {**first["metadata"], "run_key": key}})
+            )
+    reopened = run.log()
+    assert reopened.finished(["variant", 1]) and reopened.finished({"a": 1, "b": 2})
+    assert reopened.finished('["variant", 1]')  # a string key stays a string, not a list
+    # 4 fixture records + the list key + one object (two spellings) + the string key
+    assert len(run.episodes()) == 4 + 3

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -467,3 +468,82 @@ def test_cgroup_v1_parents_are_our_own_memory_and_pids_cgroups(tmp_path):
         [f"{tmp_path}/memory/job", f"{tmp_path}/pids"],
     )
     assert sandbox._cgroup_parents(mounts.replace("memory", "cpu"), own) is None
+
+
+# Issue 38: no state of one test reaches the next, nor another submission.
+LEAVES_STATE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+KEY, IPC_CREAT = 0x1B38, 0o1000
+
+def shared_memory_left():
+    shmid = libc.shmget(KEY, 4096, 0o600)
+    if shmid < 0:
+        return False
+    address = libc.shmat(shmid, None, 0)
+    return address not in (None, ctypes.c_void_p(-1).value) and ctypes.string_at(address, 6) == b"LEAKED"
+
+def leave_shared_memory():
+    shmid = libc.shmget(KEY, 4096, IPC_CREAT | 0o600)
+    if shmid < 0:
+        return "refused"
+    address = libc.shmat(shmid, None, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        return "refused"
+    ctypes.memmove(address, b"LEAKED", 6)
+    return "left"
+
+found = [
+    name for name, present in (
+        ("shm", shared_memory_left()),
+        ("file", os.path.exists("leaked.txt") or os.path.exists("/dev/shm/leaked")),
+        ("env", os.environ.get("LEAKED") == "1"),
+    ) if present
+]
+print("ESCAPED" if found else "BLOCKED", *found)
+print("shm", leave_shared_memory())
+open("leaked.txt", "w").write("x")
+open("/dev/shm/leaked", "w").write("x")
+os.environ["LEAKED"] = "1"
+"""
+
+
+@pytest.mark.parametrize("level", ISOLATING)
+def test_no_state_crosses_tests_or_submissions(level):
+    """SysV shared memory (refused outright), files and environment of one test are
+    gone in the next test and in the next submission, under each isolating back-end."""
+    for _submission in range(2):
+        run = run_program(LEAVES_STATE, [{"input": ""}] * 2, limits=LIMITS, isolation=level)
+        assert run.error is None and run.isolation == level, run.error
+        for outcome in run.outcomes:
+            assert outcome.status == "ok", outcome.stderr
+            assert outcome.stdout.split("\n")[:2] == ["BLOCKED", "shm refused"], outcome.stdout
+
+
+# Issue 38: a program that replaces the runner's encoder and answers, just before its
+# time limit, with 1 MiB of hash-colliding integers (all multiples of 2**61 - 1 hash to 0).
+COLLIDING_REPLY = """
+import __main__, time
+MODULUS = 2**61 - 1
+def collide(value, depth=0):
+    return ["frozenset", [["int", str(k * MODULUS)] for k in range(28_000)]]
+__main__.encode_value = collide
+def f(x):
+    time.sleep(1.5)
+    return x
+"""
+
+
+@pytest.mark.parametrize("level", ISOLATING)
+def test_a_hash_colliding_reply_is_decoded_within_the_time_limit(level):
+    limits = SandboxLimits(time_limit_s=2.0, total_time_s=6.0, memory_mb=512)
+    started = time.monotonic()
+    run = run_program(
+        COLLIDING_REPLY, [{"code": "assert candidate(1) == 1"}], kind="function",
+        entry_point="f", limits=limits, isolation=level,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert run.outcomes[0].status != "ok"
+    assert elapsed < limits.time_limit_s + 2.0, f"grading took {elapsed:.1f} s"

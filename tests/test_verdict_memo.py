@@ -118,3 +118,16 @@ def test_a_repeated_program_runs_once(monkeypatch):
     program = "```python\nprint(input())\n```"
     verdicts = executor.verify([Verify(CODE, f"Try {i}:\n{program}", verify) for i in range(3)])
     assert len({v.status for v in verdicts}) == 1 and len(runs) == 1
+
+
+def test_keys_are_injective_on_lone_surrogates():
+    # Issue 38: keys encoded with errors="replace" made both programs "?" and shared a verdict.
+    programs = [f"```python\n# {c}\nprint(input())\n```" for c in ("\ud800", "\udfff", "?")]
+    assert len({verify.cache_key(CODE, p) for p in programs}) == 3
+    answers = [f"\\boxed{{{c}2}}" for c in ("\ud800", "\udfff")]
+    assert verify.cache_key(MATH, answers[0]) != verify.cache_key(MATH, answers[1])
+    # A reference with a lone surrogate is fingerprinted, not a crash.
+    odd = Problem(id="math/t/1", domain="math", question="?", answer="\ud8002")
+    executor = _executor()
+    memoised = executor.verify([Verify(odd, a, verify) for a in (*answers, answers[0])])
+    assert [v.status for v in memoised] == ["correct", "incorrect", "correct"]

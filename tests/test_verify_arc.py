@@ -263,3 +263,25 @@ def test_only_the_graded_part_is_read():
     padding = "x" * (64 * 1024)
     assert not verify_arc(_single(GRID), RIGHT + padding).correct
     assert verify_arc(_single(GRID), padding + RIGHT).correct
+
+
+# Issue 38: ARC grids probed the way a policy would.
+IDENTITY = [[[1, 0], [0, 1]]]
+PROBED_ARC = [
+    ('{"outputs": [[[true, false], [false, true]]]}', "incorrect"),  # bools equal 1/0 in Python
+    ('{"outputs": [[[1.0, 0], [0, 1]]]}', "incorrect"),
+    ('{"outputs": [[[1e0, 0], [0, 1]]]}', "incorrect"),
+    ('{"outputs": [[["1", 0], [0, 1]]]}', "incorrect"),
+    ('{"outputs": [[[1, 0], [0, 1]], [[1]]]}', "incorrect"),  # an extra grid
+    # one answer is graded: the last JSON object, which wins over digit rows anywhere
+    ('{"outputs": [[[1, 0], [0, 1]]]} or {"outputs": [[[0, 0], [0, 0]]]}', "incorrect"),
+    ('{"outputs": [[[0, 0], [0, 0]]]} no wait {"outputs": [[[1, 0], [0, 1]]]}', "correct"),
+    ('{"outputs": [[[1, 0], [0, 1]]]}\n00\n00', "correct"),
+    ("1 0\n0 1\nor\n0 0\n0 0", "incorrect"),
+]
+
+
+@pytest.mark.parametrize(("response", "expected"), PROBED_ARC)
+def test_probed_arc_answers(response, expected):
+    problem = Problem(id="arc/probe", domain="arc", question="?", answer=IDENTITY)
+    assert verify_arc(problem, response).status == expected

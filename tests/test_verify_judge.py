@@ -309,3 +309,23 @@ def test_default_prompt_is_the_domains_judge_template():
     )
     assert [m["role"] for m in expected] == ["system", "user"]
     assert judge.calls == [expected]
+
+
+# Issue 38: the brain-teaser fallback probed the way a policy would.  A box is graded
+# alone (words after it are not read, as in the math and text graders); negations and
+# hedges in a marked answer are not the reference.
+@pytest.mark.parametrize(
+    ("response", "correct"),
+    [
+        (r"$\boxed{piano}$ guitar", True),
+        ("Answer: not a piano", False),
+        ("Answer: definitely not a piano", False),
+        ("Answer: a piano or a guitar", False),
+        ("Answer: a piano, not a guitar", False),
+        ("Answer: piano\nAnswer: guitar", False),
+        (r"\boxed{no piano}", False),
+    ],
+)
+def test_probed_teaser_answers(response, correct):
+    problem = Problem(id="brainteaser/probe", domain="brainteaser", question="?", answer="piano")
+    assert verify_with_fallback(problem, response).correct is correct

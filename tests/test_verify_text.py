@@ -242,3 +242,27 @@ def test_only_the_graded_part_is_read():
     assert verify_text(_problem("kuma"), padding + "\nAnswer: kuma").correct
     # An answer cut off the graded part cannot conflict with the final one.
     assert verify_text(_problem("kuma"), "Answer: lapo" + padding + "\nAnswer: kuma").correct
+
+
+# Issue 38: a box is the marked answer and is graded alone, so words after it on the
+# same line are not read (`$\boxed{cat}$ dog` is cat: the words earn nothing, since a
+# second answer must be marked to be graded, and two marked answers must agree).  A box
+# that is one operand of an expression is graded as that expression.
+@pytest.mark.parametrize(
+    ("answer", "response", "correct"),
+    [
+        ("cat", r"$\boxed{cat}$ dog", True),
+        ("cat", r"\boxed{cat} or dog", True),
+        ("dog", r"$\boxed{cat}$ dog", False),
+        ("cat", r"\boxed{cat}, \boxed{dog}", False),
+        ("cat", r"\boxed{\boxed{cat} dog}", False),
+        ("3", r"$-\boxed{3}$", False),
+        ("3", r"$\boxed{3}^2$", False),
+        ("3", r"$\frac{1}{\boxed{3}}$", False),
+        ("3", r"$2\boxed{3}$", False),
+        ("3", r"$x = \boxed{3}$", True),
+        ("3", r"**\boxed{3}**", True),
+    ],
+)
+def test_probed_boxes(answer, response, correct):
+    assert verify(_problem(answer), response).correct is correct

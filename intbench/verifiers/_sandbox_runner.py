@@ -85,8 +85,14 @@ def encode_value(value, depth=0):
     )
 
 
-def decode_value(node, depth=0):
-    """The plain value of a tagged pair; ``ValueError``/``TypeError`` if malformed."""
+def decode_value(node, depth=0, deadline=None):
+    """The plain value of a tagged pair; ``ValueError``/``TypeError`` if malformed.
+
+    With a ``deadline`` (a ``time.monotonic()`` value) decoding raises
+    ``TimeoutError`` once past it: building a set or dict of hash-colliding items
+    takes time quadratic in their number, so untrusted replies are decoded under
+    the time limit of the call that produced them.
+    """
     if depth > MAX_VALUE_DEPTH:
         raise ValueError("value nested too deeply")
     if type(node) is not list or len(node) != 2 or type(node[0]) is not str:
@@ -106,11 +112,28 @@ def decode_value(node, depth=0):
         return complex(_decode_float(data[0]), _decode_float(data[1]))
     if tag == "bytes" and type(data) is str:
         return bytes.fromhex(data)
-    if tag in _SEQUENCES and type(data) is list:
-        return _SEQUENCES[tag](decode_value(item, depth + 1) for item in data)
+    if tag in ("list", "tuple") and type(data) is list:
+        return _SEQUENCES[tag](decode_value(item, depth + 1, deadline) for item in data)
+    if tag in ("set", "frozenset") and type(data) is list:
+        items = set()
+        for item in data:
+            value = decode_value(item, depth + 1, deadline)
+            _check_deadline(deadline)
+            items.add(value)  # one insertion at a time: a collision costs time, checked above
+        return items if tag == "set" else frozenset(items)
     if tag == "dict" and type(data) is list:
-        return dict(_decode_pair(pair, depth + 1) for pair in data)
+        pairs = {}
+        for pair in data:
+            key, value = _decode_pair(pair, depth + 1, deadline)
+            _check_deadline(deadline)
+            pairs[key] = value
+        return pairs
     raise ValueError(f"malformed value of tag {tag[:20]!r}")
+
+
+def _check_deadline(deadline):
+    if deadline is not None and time.monotonic() > deadline:
+        raise TimeoutError("decoding the value ran past the time limit")
 
 
 def _decode_float(text):
@@ -119,10 +142,10 @@ def _decode_float(text):
     return float(text)
 
 
-def _decode_pair(pair, depth):
+def _decode_pair(pair, depth, deadline):
     if type(pair) is not list or len(pair) != 2:
         raise ValueError("malformed dict item")
-    return decode_value(pair[0], depth), decode_value(pair[1], depth)
+    return decode_value(pair[0], depth, deadline), decode_value(pair[1], depth, deadline)
 
 
 # ---------------------------------------------------------------- framing

@@ -8,7 +8,9 @@ the program starts.
 
 The filter (classic BPF) answers ``EPERM`` for namespace, mount, tracing,
 keyring, BPF, module and kexec system calls, for ``io_uring`` (its requests
-bypass seccomp) and for ``clone`` with any ``CLONE_NEW*`` flag.  ``clone3``
+bypass seccomp), for SysV IPC and POSIX message queues (state that would
+outlive a test: the tests of one run share its IPC namespace) and for
+``clone`` with any ``CLONE_NEW*`` flag.  ``clone3``
 gets ``ENOSYS``: its flags sit in memory the filter cannot read, and glibc
 then falls back to ``clone``.  A call made under another architecture (e.g.
 the 32-bit or x32 ABIs on x86_64) kills the process.
@@ -30,6 +32,13 @@ _SECCOMP_DENIED = {
     "open_by_handle_at": (304, 265), "swapon": (167, 224), "swapoff": (168, 225),
     "reboot": (169, 142), "acct": (163, 89), "quotactl": (179, 60), "syslog": (103, 116),
     "iopl": (172, None), "ioperm": (173, None),
+    # SysV IPC and POSIX message queues: objects that outlive the test that made them
+    # (every test shares the run's IPC namespace, and unshare is refused above).
+    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197),
+    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
+    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
+    "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182),
+    "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
 }  # fmt: skip
 # Per architecture, in the column order of _SECCOMP_DENIED: audit arch, clone, clone3 and
 # the lowest number of a foreign ABI sharing the audit arch (x32), or None.

@@ -308,7 +308,9 @@ def verify_code(problem: Problem, response: str) -> Verdict:
 def code_cache_key(problem: Problem, response: str) -> str | None:
     """What :func:`verify_code` grades: a hash of the extracted program (``None``: no code)."""
     code = extract_code(response)
-    return None if code is None else hashlib.sha256(code.encode("utf-8", "replace")).hexdigest()
+    return (
+        None if code is None else hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+    )
 
 
 verify_code.cache_key = code_cache_key  # see intbench.verifiers.memo

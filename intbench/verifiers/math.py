@@ -5,7 +5,7 @@ Only :func:`~intbench.verifiers.bounds.graded_part` of a response (its last
 
 1. **Extraction** (in process, linear time): every top-level balanced
    ``\\boxed{...}``/``\\fbox{...}``, else the answer on the last "Final Answer:" /
-   "The final answer is" line.
+   "The final answer is" line (see *Final-answer lines*).
 2. **Fast path** (in process): both answers are normalised (``$``, spacing,
    ``\\dfrac``, ``\\text{}``, units, degrees, percent, thousands separators,
    ``x =``); equal strings, plain numbers, plain words, relations and
@@ -37,6 +37,27 @@ compared (``0.5\\%`` is not ``50\\%``).  A reference ``p\\%`` accepts ``p`` and
 as ``q`` when ``r`` is a whole number (``50\\%`` for ``50``; ``5000\\%`` is not
 ``50``), else as ``q/100`` (``50\\%`` for ``0.5``; ``0.5\\%`` is not ``0.5``).
 
+**Boxes.**  A box is graded alone; words outside it are not read (an unmarked
+second answer earns nothing).  A box that is one operand of an expression
+(``-\\boxed{3}``, ``\\frac{1}{\\boxed{3}}``, ``\\boxed{3}^2``) or holds another box is
+graded as the whole expression, which never matches (see
+:mod:`intbench.verifiers.boxes`).  A box written ``\\\\boxed`` (doubled backslashes)
+is read, its content halved.
+
+**Final-answer lines.**  A line that is one math span (``$5$``, ``\\[5\\]``) is
+its content.  "NAME is ANSWER" is ANSWER when NAME has no digit, negation or
+second clause (``The largest $n$ is 34``).  Any other line is graded whole,
+words and all (``not $5$``, ``x < $5$``, ``$5$ or 6`` are not 5).  A display
+opened on the line is read to its end; under a bare "**Final Answer**" heading
+the next line is the answer.
+
+**Numerals, units and marks.**  ``1011_2`` is compared in base 2 (a bare answer
+is read in the reference's base).  When both sides carry a unit the units must
+agree (``5 m`` is not ``5 cm``; spellings of one unit agree).  Primes and
+ellipses (``5''``, ``5\\dots``) only match a reference that has them, and two
+percent signs are no percent.  Values that are not finite numbers (``1:00`` and
+``12:00`` both read as 1/0) only match the same signed infinity.
+
 **Relations and text.**  An answer with an inequality or approximation sign
 (``\\leq 2``, ``\\approx 2``) or an equation other than one assignment
 (``x = 3 = 2``, ``3 + 4 = 7``) only matches a reference that has one too.  An
@@ -48,11 +69,14 @@ the answer (``\\text{the answer is not 5}`` is not ``5``); known units are dropp
 thousands separator (``1,000``, ``2,100``), in the answer and the reference
 alike; a comma followed by a space always separates list items
 (``32, 349`` is a list, never 32349).  Against a reference written as a decimal,
-an answer such as ``1,22`` is a decimal comma (1.22).  Spaces between digits
-are digit grouping (``32\\,349`` is 32349).
+an answer such as ``1,22`` is a decimal comma (1.22); a reference ``1,22`` or
+``0,111`` against a decimal answer is one too, unless three digits follow a
+non-zero whole part (``1,222`` stays 1222).  MATH's ``10,\\!000`` is 10000.
+Spaces between digits are digit grouping (``32\\,349`` is 32349).
 
 **Collections.**  A reference that is a set (``\\{1,3\\}``) or a bare list
-(``1, 3``) is compared unordered with an answer list of any brackets.  A
+(``1, 3``, ``6 \\text{ and } 8``, ``(1,2), (3,4)``) is compared unordered with an
+answer list of any brackets; an item written twice is one item.  A
 reference in ``()`` or ``[]`` (an ordered pair or an interval) needs the same
 brackets and order.
 
@@ -77,6 +101,11 @@ Deliberate differences from plain ``math_verify.parse`` + ``math_verify.verify``
   the pair ``(1,2)``), and a list is never one number (``3, 3`` is not ``3``).
 * Decimal commas (``1,22`` for ``1.22``), digit groups split by spaces
   (``32\\,349``), ``90°`` and ``\\fbox`` are read; math-verify rejects them.
+* Words around a math span of a final-answer line are graded (``not $5$``); a
+  box that is an operand is graded with its operator; numeral bases, units,
+  primes and ellipses are compared; two undefined values are not equal.
+* Equations are equal when one is the other scaled (``2x+4y-3=0`` and
+  ``y=-\\frac12x+\\frac34``); sums and products of matrices are evaluated.
 * An answer is only taken from a box or a "final answer" line, and only from
   the graded part of the response; math-verify also takes a bare number
   anywhere (``The answer is 7.``).
@@ -84,11 +113,14 @@ Deliberate differences from plain ``math_verify.parse`` + ``math_verify.verify``
   the answer (which finds ``2`` in ``\\leq 2``) is not used.
 
 ``benchmarks/math_agreement.py`` measures both graders on the labelled pairs of
-``tests/fixtures/math_answer_pairs.jsonl``, where each such pair names its rule.
+``tests/fixtures/math_answer_pairs.jsonl``, where each such pair names its rule;
+``tests/test_math_verify_suite.py`` on Math-Verify's own test suite.  The rules
+with an example and a test each: ``docs/GRADING.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -98,6 +130,7 @@ from fractions import Fraction
 
 from intbench.records import Problem, Verdict
 from intbench.verifiers.bounds import graded_part
+from intbench.verifiers.boxes import operand_form
 from intbench.verifiers.isolation import IsolatedPool, RemoteError, WorkerCrashed, WorkerTimeout
 
 logger = logging.getLogger(__name__)
@@ -123,30 +156,42 @@ _HOPE_TAIL_CHARS = 64  # "I hope it is correct." is searched for only at a line'
 
 
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
+# A box written with a doubled backslash (a raw string printed twice): "\\boxed{...}".
+_DOUBLED_BOX_COMMANDS = ("\\\\boxed", "\\\\fbox")
 _FINAL_ANSWER_RE = re.compile(r"final\s+answer", re.IGNORECASE)
 _HOPE_RE = re.compile(r"I\s+hope\s+it\s+is\s+correct\.?$", re.IGNORECASE)
-_LINE_LEAD_RE = re.compile(r"(?:is\b|:)\s*")
+_LINE_LEAD_RE = re.compile(r"(?:is\b|:)\s*(?:(?:the\s+)?answer\b\s*(?:is\b|:)?\s*)?", re.IGNORECASE)
+_PERCENT_AFTER_BOX_RE = re.compile(r"(?:\s*\\%)+")
+# "The largest $n$ is 34": the answer follows the last "is" when what precedes it
+# names the answer (no number, no second clause, no negation).
+_NAMED_ANSWER_RE = re.compile(r"^(?P<name>[^\d]{0,80}?)\s+is\s+(?P<answer>.+)$", re.IGNORECASE)
+_CLAUSE_WORDS_RE = re.compile(r"\b(?:is|isn't|not|or|but|which|was)\b|n't\b|[,;]", re.IGNORECASE)
+_MATH_SPAN_RE = re.compile(r"(?<!\\)\$+|\\\(|\\\)|\\\[|\\\]")
 
 
-def _boxed_spans(text: str) -> list[tuple[int, int]]:
-    """Content spans ``(start, end)`` of every balanced ``\\boxed{...}``/``\\fbox{...}``.
+def _box_scan(text: str) -> list[tuple[int, int, int, bool]]:
+    """``(command start, content start, content end, inside a plain group)`` of every
+    balanced ``\\boxed{...}``/``\\fbox{...}`` (also written ``\\\\boxed``).
 
     One left-to-right pass with a brace stack, so deeply nested or unbalanced
     input stays linear.  Escaped braces ``\\{``/``\\}`` are set delimiters, not groups.
     """
-    spans = []
-    stack: list[int | None] = []  # content start for box groups, None for plain groups
+    boxes = []
+    stack: list[tuple[int, int] | None] = []  # (command start, content start) or None
+    plain_depth = 0  # open groups that are not boxes (\frac{1}{ ... )
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
         if ch == "\\":
-            if text.startswith(_BOX_COMMANDS, i):
-                cmd_end = i + (6 if text.startswith("\\boxed", i) else 5)
+            doubled = text.startswith(_DOUBLED_BOX_COMMANDS, i)
+            if doubled or text.startswith(_BOX_COMMANDS, i):
+                name = i + 1 + doubled
+                cmd_end = name + (5 if text.startswith("boxed", name) else 4)
                 j = cmd_end
                 while j < n and text[j] == " ":
                     j += 1
                 if j < n and text[j] == "{":
-                    stack.append(j + 1)
+                    stack.append((i, j + 1))
                     i = j + 1
                     continue
                 i = cmd_end
@@ -155,12 +200,20 @@ def _boxed_spans(text: str) -> list[tuple[int, int]]:
             continue
         if ch == "{":
             stack.append(None)
+            plain_depth += 1
         elif ch == "}" and stack:
-            start = stack.pop()
-            if start is not None:
-                spans.append((start, i))
+            opened = stack.pop()
+            if opened is None:
+                plain_depth -= 1
+            else:
+                boxes.append((opened[0], opened[1], i, plain_depth > 0))
         i += 1
-    return spans
+    return boxes
+
+
+def _boxed_spans(text: str) -> list[tuple[int, int]]:
+    """Content spans ``(start, end)`` of every balanced ``\\boxed{...}``/``\\fbox{...}``."""
+    return [(start, end) for _, start, end, _ in _box_scan(text)]
 
 
 def _top_level(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -172,10 +225,36 @@ def _top_level(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return outer
 
 
+def _undouble(s: str) -> str:
+    """Halve every backslash run when all of them are doubled (``\\\\frac`` from a raw string)."""
+    runs = [len(run) for run in re.findall(r"\\+", s)]
+    if runs and all(length % 2 == 0 for length in runs) and re.search(r"\\\\[a-zA-Z]", s):
+        return re.sub(r"\\+", lambda run: "\\" * (len(run.group()) // 2), s)
+    return s
+
+
 def boxed_answers(text: str) -> list[str]:
-    """The non-empty contents of the top-level boxes of ``text``, in reading order."""
-    contents = (text[start:end].strip() for start, end in _top_level(_boxed_spans(text)))
-    return [content for content in contents if content]
+    """The non-empty contents of the top-level boxes of ``text``, in reading order.
+
+    A box that is an operand of a larger expression (``-\\boxed{3}``,
+    ``\\frac{1}{\\boxed{3}}``, ``\\boxed{3}^2``) is returned with its operator
+    (``-\\boxed{3}``), so it is graded as the expression it is part of, never alone.
+    """
+    scanned = {
+        (start, end): (command, in_group) for command, start, end, in_group in _box_scan(text)
+    }
+    answers = []
+    for start, end in _top_level(list(scanned)):
+        content = _undouble(text[start:end].strip())
+        if not content:
+            continue
+        command, in_group = scanned[(start, end)]
+        percent = _PERCENT_AFTER_BOX_RE.match(text, end + 1)
+        if percent is not None and not in_group:  # \boxed{50}\% is the answer 50\%
+            answers.append(content + "\\%" * percent.group().count("%"))
+        else:
+            answers.append(operand_form(text, command, end, in_group) or content)
+    return answers
 
 
 def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
@@ -186,23 +265,55 @@ def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
 
 
 def _only_math_span(line: str) -> str | None:
-    """The content of the one ``$...$`` (or ``$$...$$``) of ``line``, found in linear time.
+    """The content of ``line`` when all of it is one ``$...$``/``$$...$$``/``\\(...\\)``/``\\[...\\]``.
 
-    ``None`` when there is none or more than one: "$5$ or $6$" is graded whole, so
-    a hedge cannot pass as its first answer.
+    ``None`` otherwise: "$5$ or 6" and "not $5$" are graded whole, so words around a
+    math span can never be dropped.
     """
-    start = line.find("$")
-    if start < 0:
+    delimiters = list(_MATH_SPAN_RE.finditer(line))
+    if len(delimiters) != 2 or delimiters[0].start() != 0 or delimiters[1].end() != len(line):
         return None
-    while start < len(line) and line[start] == "$":
-        start += 1
-    end = line.find("$", start)
-    if end <= start:
-        return None
-    after = end
-    while after < len(line) and line[after] == "$":
-        after += 1
-    return line[start:end] if line.find("$", after) < 0 else None
+    return line[delimiters[0].end() : delimiters[1].start()].strip() or None
+
+
+def _line_answer(line: str) -> str:
+    """The answer a "final answer" line states (see the module doc, *Final-answer lines*)."""
+    span = _only_math_span(line)
+    if span is not None:
+        return span
+    named = _NAMED_ANSWER_RE.match(line)
+    if named and not _CLAUSE_WORDS_RE.search(_MATH_SPAN_RE.sub("", named.group("name"))):
+        line = named.group("answer").strip()
+        span = _only_math_span(line)
+        if span is not None:
+            return span
+    return _MATH_SPAN_RE.sub(" ", line).strip()  # graded whole, words and all
+
+
+def _answer_line(text: str, start: int) -> str:
+    """The rest of the line from ``start``, continued to the end of a display (``\\[``,
+    ``$$``) that opens on it; under a bare "**Final Answer**" heading, the next line."""
+    end = text.find("\n", start)
+    line = text[start : end if end >= 0 else len(text)]
+    if end >= 0 and not line.strip(" *:\t"):  # a heading: the answer is below it
+        start = end + 1
+        while start < len(text) and text[start] in " \t\n":
+            start += 1
+        end = text.find("\n", start)
+        line = text[start : end if end >= 0 else len(text)]
+    closer = _unclosed_display(line)
+    if end >= 0 and closer is not None:
+        close = text.find(closer, end)
+        if close >= 0:
+            line = text[start : close + len(closer)]
+    return " ".join(line.split()).strip(" *")
+
+
+def _unclosed_display(line: str) -> str | None:
+    """The closing delimiter of a display math block opened but not closed on ``line``."""
+    if line.count("\\[") > line.count("\\]"):
+        return "\\]"
+    return "$$" if line.count("$$") % 2 else None
 
 
 def _final_answer_line(text: str) -> str | None:
@@ -212,17 +323,16 @@ def _final_answer_line(text: str) -> str | None:
         return None
     # Minerva style "Final Answer: The final answer is $X$. I hope it is correct.":
     # the last match is the inner phrase, so the line starts at " is $X$".
-    line_end = text.find("\n", last.end())
-    line = text[last.end() : line_end if line_end >= 0 else len(text)].strip()
+    line = _answer_line(text, last.end())
     hope = _HOPE_RE.search(line, max(0, len(line) - _HOPE_TAIL_CHARS))
     if hope:
         line = line[: hope.start()].rstrip()
     lead = _LINE_LEAD_RE.match(line)
     if lead:
         line = line[lead.end() :]
-    line = _only_math_span(line) or line
-    line = line.strip().rstrip(".").strip()
-    return line or None
+    line = _undouble(line.strip().rstrip(".").strip())
+    line = _line_answer(line)
+    return line.strip().rstrip(".").strip() or None
 
 
 def extract_answers(text: str) -> tuple[list[str], str | None]:
@@ -253,26 +363,47 @@ def extract_final_answer(text: str) -> tuple[str | None, str | None]:
 
 _UNITS = (
     "units?|square\\s+units?|sq\\.?\\s*units?|cm|mm|km|m|meters?|metres?|centimeters?|"
-    "kilometers?|inch(?:es)?|in|feet|foot|ft|yards?|miles?|mph|seconds?|sec|s|minutes?|"
-    "min|hours?|hrs?|days?|weeks?|months?|years?|degrees?|dollars?|cents?|pounds?|lbs?|"
-    "ounces?|oz|grams?|g|kg|liters?|litres?|ml|gallons?|cups?|people|students|ways|"
-    "cubic\\s+\\w+|square\\s+\\w+"
+    "centimetres?|millimeters?|millimetres?|kilometers?|kilometres?|"
+    "inch(?:es)?|in|feet|foot|ft|yards?|yd|miles?|mi|mph|seconds?|sec|s|minutes?|"
+    "min|hours?|hrs?|h|days?|weeks?|months?|years?|degrees?|dollars?|cents?|pounds?|lbs?|lb|"
+    "ounces?|oz|grams?|g|kg|kilograms?|liters?|litres?|l|ml|milliliters?|gallons?|cups?|"
+    "people|students|ways|cubic\\s+\\w+|square\\s+\\w+"
 )
-_TRAILING_UNIT_RE = re.compile(
-    rf"^(.*?[\d}}])\s+(?:{_UNITS})(?:\s*\^?\{{?[23]\}}?)?$", re.IGNORECASE
-)
+_TRAILING_UNIT_RE = re.compile(rf"^(.*?[\d}}])\s+({_UNITS})(\s*\^?\{{?[23]\}}?)?$", re.IGNORECASE)
+# Spellings of one unit share a name: "5 centimeters" and "5\text{ cm}" agree, "5 m" does not.
+_UNIT_NAMES = {
+    "cm": ("centimeter", "centimetre"), "mm": ("millimeter", "millimetre"),
+    "km": ("kilometer", "kilometre"), "m": ("meter", "metre"), "in": ("inch", "inche"),
+    "ft": ("feet", "foot"), "yd": ("yard",), "mi": ("mile",), "s": ("second", "sec"),
+    "min": ("minute",), "h": ("hour", "hr"), "lb": ("pound", "lbs"), "oz": ("ounce",),
+    "g": ("gram",), "kg": ("kilogram",), "l": ("liter", "litre"), "ml": ("milliliter",),
+    "unit": ("sq unit", "sq. unit", "square unit"), "degree": (), "dollar": (), "cent": (),
+}  # fmt: skip
+_UNIT_NAME = {spelling: name for name, spellings in _UNIT_NAMES.items() for spelling in spellings}
 _TEXT_CMD_RE = re.compile(
     r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}"
 )
 # "\ " is a LaTeX space too; "\\" (a line break) is not touched.
-_SPACING_RE = re.compile(r"\\(?:(?:left|right|displaystyle|quad|qquad)(?![a-zA-Z])|[!,;: ])|~")
+_SPACING_RE = re.compile(
+    r"(?<!\\)\\(?:(?:left|right|displaystyle|quad|qquad)(?![a-zA-Z])|[!,;: ])|~"
+)
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree|°")
-_ASSIGNMENT_RE = re.compile(r"^([a-zA-Z](?:_\{?\w+\}?)?)\s*(?:=|\\in(?![a-zA-Z]))\s*(?!.*=)")
+# x = 3, x_1 = 3, x \in [0, 1], and a tuple of variables (x, y) = (1, 2)
+_ASSIGNMENT_RE = re.compile(
+    r"^([a-zA-Z](?:_\{?\w+\}?)?|\([a-zA-Z](?:\s*,\s*[a-zA-Z])+\))\s*(?:=|\\in(?![a-zA-Z]))\s*(?!.*=)"
+)
 _RELATION_RE = re.compile(
     r"\\(?:approx|sim|simeq|cong|le|ge|leq|geq|leqslant|geqslant|lt|gt|ne|neq|ll|gg|"
     r"propto|equiv)(?![a-zA-Z])|[<>=≤≥≈≠]"
 )
-_THOUSANDS_RE = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_MATH_THOUSANDS_RE = re.compile(r",\\!\s*(?=\d{3}(?!\d))")  # MATH writes 10,\!000
+_PERCENT_WORD_RE = re.compile(r"\s*\b(?:percent(?:age)?|pct)\.?$", re.IGNORECASE)
+# "6 and 8", "19, 46, and 82", "(5, 8) or (8, 5)": a word between two items separates a list.
+_LIST_WORD_RE = re.compile(r"(?<=[\d)\]}])\s*,?\s*\b(?:and|or)\b\s*(?=[-+\d(\[{\\a-zA-Z])")
+_BASE_RE = re.compile(r"^(\d[0-9A-Z]*)_\{?(\d{1,2})\}?$")  # 1011_2, 204_{5}
+_PRIME_RE = re.compile(r"'|\\prime(?![a-zA-Z])")
+_DOTS_RE = re.compile(r"\\[lc]?dots(?![a-zA-Z])|\.\.\.")
+_THOUSANDS_RE = re.compile(r"^-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")  # 0,111 is no thousands
 _DECIMAL_COMMA_RE = re.compile(r"^-?\d+,\d+$")
 _SPACED_COMMA_RE = re.compile(r",\s+")
 # Whitespace is dropped except between two letters, where it may end a command (\pi r).
@@ -297,6 +428,10 @@ class NormalizedAnswer:
             ``no solution``), else ``None``.
         variable: the variable of an assignment ``x = ...`` (now removed), else ``None``.
         relation: the answer still contains a relation sign (``<``, ``\\approx``, ``=``...).
+        unit: the name of a trailing unit (now removed, ``cm`` for ``\\text{ centimeters}``).
+        base: the base of a numeral written ``1011_2`` (``text`` keeps its digits).
+        marks: ``"prime"`` (``5''``) and ``"dots"`` (``5\\ldots``): signs that change
+            what an answer means, so an answer may only carry those its reference has.
     """
 
     text: str
@@ -304,6 +439,9 @@ class NormalizedAnswer:
     words: str | None
     variable: str | None = None
     relation: bool = False
+    unit: str | None = None
+    base: int | None = None
+    marks: frozenset[str] = frozenset()
 
 
 def _peel_outer_braces(s: str) -> str:
@@ -358,23 +496,46 @@ def _squeeze_number(s: str) -> str:
     return squeezed.replace(",", "") if _THOUSANDS_RE.match(squeezed) else squeezed
 
 
+def _unit_name(unit: str, power: str | None) -> str:
+    """One name for the spellings of a unit: ``centimeters`` and ``cm`` are ``cm``."""
+    words = " ".join(unit.lower().replace(".", " ").split())
+    square = re.match(r"(?:square|sq|cubic)\s+(.+)", words)
+    if square:
+        words, power = square.group(1), "3" if words.startswith("cubic") else "2"
+    for spelling in (words, words[:-1] if words.endswith("s") and len(words) > 2 else words):
+        if spelling in _UNIT_NAMES or spelling in _UNIT_NAME:
+            words = _UNIT_NAME.get(spelling, spelling)
+            break
+    digits = re.sub(r"\D", "", power or "")
+    return words + (f"^{digits}" if digits else "")
+
+
 def normalize_answer(answer: str) -> NormalizedAnswer:
     """Cheaply normalise a LaTeX answer for string and plain-number comparison."""
     s = _strip_wrapping(answer)
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     s = s.replace("{,}", ",").replace("\\$", "").replace("\\dots", "\\ldots")
+    s = s.replace("$", " ")  # a math delimiter inside the answer: "$1$ and $2$"
+    s = _MATH_THOUSANDS_RE.sub(",", s)
     s = _SPACING_RE.sub(" ", s)
     s = _DEGREE_RE.sub("", s)
     s = s.strip()
-    percent = s.endswith("%")
-    s = s.replace("\\%", "").replace("%", "")
+    # One percent sign at the end is read; "5\%\%" keeps its signs and matches nothing.
+    percent = s.endswith("%") and s.count("%") == 1
+    if s.count("%") == 1:
+        s = s.replace("\\%", "").replace("%", "")
     had_text = bool(_TEXT_CMD_RE.search(s))
     for _ in range(3):  # nested \text{\textbf{..}}
         s = _TEXT_CMD_RE.sub(lambda m: " " + m.group(1) + " ", s)
-    s = s.strip().rstrip(".").strip()
-    unit = _TRAILING_UNIT_RE.match(s)
-    if unit:
-        s = unit.group(1)
+    s = " ".join(s.split()).rstrip(".").strip()
+    percent_word = _PERCENT_WORD_RE.search(s)
+    if percent_word and not percent and "%" not in s:
+        s, percent = s[: percent_word.start()].strip(), True
+    unit_match = _TRAILING_UNIT_RE.match(s)
+    unit = None
+    if unit_match:
+        s, unit = unit_match.group(1), _unit_name(unit_match.group(2), unit_match.group(3))
+    s = _LIST_WORD_RE.sub(", ", s)
     variable = None
     assignment = _ASSIGNMENT_RE.match(s)
     if assignment:
@@ -388,7 +549,38 @@ def normalize_answer(answer: str) -> NormalizedAnswer:
         # Short bare letter runs such as "xy" are products of variables, not words.
         words = " ".join(s.lower().split())
     relation = bool(_RELATION_RE.search(s))
-    return NormalizedAnswer(_squeeze_number(s), percent, words, variable, relation)
+    marks = frozenset(
+        mark for mark, pattern in (("prime", _PRIME_RE), ("dots", _DOTS_RE)) if pattern.search(s)
+    )
+    text = _squeeze_number(s)
+    base_match = _BASE_RE.match(text)
+    base = None
+    if base_match:
+        text, base = base_match.group(1), int(base_match.group(2))
+    return NormalizedAnswer(text, percent, words, variable, relation, unit, base, marks)
+
+
+def _base_value(digits: str, base: int) -> int | None:
+    """The value of ``digits`` read in ``base`` (2-36), or ``None`` when they are not its digits."""
+    if not 2 <= base <= 36 or len(digits) > _MAX_NUMBER_DIGITS:
+        return None
+    try:
+        return int(digits, base)
+    except ValueError:
+        return None
+
+
+def _bases_match(reference: NormalizedAnswer, answer: NormalizedAnswer) -> bool:
+    """Numerals with a base subscript: the same base and value; a bare answer is read in the
+    reference's base; a subscripted answer to a decimal reference must have its value."""
+    if reference.base is not None:
+        base = reference.base
+        if answer.base is not None and answer.base != base:
+            return False
+        expected = _base_value(reference.text, base)
+        return expected is not None and _base_value(answer.text, base) == expected
+    value = _plain_number(reference.text)
+    return value is not None and _base_value(answer.text, answer.base) == value
 
 
 def _plain_number(s: str) -> Fraction | None:
@@ -459,16 +651,41 @@ def _answer_value(reference: NormalizedAnswer, answer: NormalizedAnswer) -> Frac
     return _plain_number(answer.text)
 
 
+def _decimal_comma_reference(reference: NormalizedAnswer, answer: NormalizedAnswer):
+    """A reference ``1,22`` or ``0,111`` read with a decimal comma, when the answer is a decimal.
+
+    Three digits after a comma that follows a non-zero whole part (``1,222``) stay a
+    thousands separator; against an answer that is a list, the reference stays a list.
+    """
+    if not (_DECIMAL_COMMA_RE.match(reference.text) and _NUMBER_RE.match(answer.text)):
+        return reference
+    whole, decimals = reference.text.split(",")
+    if "." in answer.text and (len(decimals) != 3 or whole.lstrip("-") == "0"):
+        return dataclasses.replace(reference, text=f"{whole}.{decimals}")
+    return reference
+
+
 def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[bool, str] | None:
     """Decide cheaply when possible: ``(is_correct, stage)`` or ``None`` to defer."""
+    if any(command in answer.text for command in _BOX_COMMANDS):
+        return False, "box_operand"  # -\boxed{3}, \boxed{\boxed{5}+6}: a box inside the answer
     if reference.variable and answer.variable and reference.variable != answer.variable:
         return False, "variable"
+    if reference.unit and answer.unit and reference.unit != answer.unit:
+        return False, "unit"
+    if answer.marks - reference.marks:
+        return False, "marks"
+    if reference.base is not None or answer.base is not None:
+        return _bases_match(reference, answer), "base"
     if reference.text == answer.text and reference.percent == answer.percent:
         return True, "string"
     if reference.words is not None:
         return answer.words == reference.words or answer.text.lower() == reference.words, "text"
     if answer.relation and not reference.relation:
+        if reference.variable is not None and _equation_sides(answer) is not None:
+            return None  # x = 3 against 2x = 6: compared as equations in the worker
         return False, "relation"
+    reference = _decimal_comma_reference(reference, answer)
     ref_value, ans_value = _plain_number(reference.text), _answer_value(reference, answer)
     if ref_value is None or ans_value is None:
         return None
@@ -483,8 +700,11 @@ def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[b
 
 _OPENERS = ("(", "[", "\\{")
 _MATRIX_RE = re.compile(
-    r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL
+    # one matrix: its body holds no other \begin/\end (A + B is a sum of two)
+    r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?((?:(?!\\(?:begin|end)\{).)*)\\end\{\1\}$",
+    re.DOTALL,
 )
+_BRACKETED_ARRAY_RE = re.compile(r"^[\[(](\\begin\{array\}.*\\end\{array\})[\])]$", re.DOTALL)
 _DECIMAL_LITERAL_RE = re.compile(r"(?<![\d.])(\d*)\.(\d+)(?![\d.])")
 
 
@@ -532,11 +752,9 @@ def _closes_at_end(s: str) -> bool:
 def _collection(s: str) -> tuple[str, str, list[str]] | None:
     """``(open, close, items)`` for a bracketed or bare comma list of 2+ items (or a set)."""
     opener = next((o for o in _OPENERS if s.startswith(o)), "")
-    closer = ""
-    if opener:
-        closer = next((c for c in (")", "]", "\\}") if s.endswith(c)), "")
-        if not closer or not _closes_at_end(s):
-            return None
+    closer = next((c for c in (")", "]", "\\}") if s.endswith(c)), "") if opener else ""
+    if opener and not (closer and _closes_at_end(s)):
+        opener = closer = ""  # "(1,2), (3,4)": a bare list whose items are bracketed
     items = _split_top_level(s[len(opener) : len(s) - len(closer)], ",")
     if not all(items) or (len(items) < 2 and opener != "\\{"):
         return None
@@ -568,12 +786,16 @@ def is_unordered_collection(reference: str) -> bool:
     return items is not None and items[0] in ("\\{", "")
 
 
-def _matrix(s: str) -> list[list[str]] | None:
-    match = _MATRIX_RE.match(s)
+def _matrix(s: str) -> tuple[str, list[list[str]]] | None:
+    """``(kind, rows of cells)`` of a matrix; ``kind`` is ``"determinant"`` for the bars of
+    ``vmatrix``/``Vmatrix`` (a number, not a matrix), else ``"matrix"``."""
+    bracketed = _BRACKETED_ARRAY_RE.match(s)  # \left[\begin{array}...\end{array}\right]
+    match = _MATRIX_RE.match(bracketed.group(1) if bracketed else s)
     if not match:
         return None
+    kind = "determinant" if match.group(1) in ("vmatrix", "Vmatrix") else "matrix"
     rows = [row for row in match.group(2).split("\\\\") if row.strip()]
-    return [[cell.strip() for cell in row.split("&")] for row in rows]
+    return kind, [[cell.strip() for cell in row.split("&")] for row in rows]
 
 
 def _as_fraction(match: re.Match[str]) -> str:
@@ -636,7 +858,10 @@ def _sympy_equal(reference, answer, reference_text: str) -> bool:
         return False  # a chain such as x = 3 = 2
     scalars = isinstance(reference, sympy.Expr) and isinstance(answer, sympy.Expr)
     if scalars and (_has_infinity(reference) or _has_infinity(answer)):
-        return reference == answer
+        # Only a signed infinity equals itself: 1:00 and 12:00 both read as complex
+        # infinity (a division by zero), which says nothing about either answer.
+        undefined = any(x.has(sympy.zoo) or x.has(sympy.nan) for x in (reference, answer))
+        return not undefined and reference == answer
     if is_inexact(reference_text) and scalars and reference.is_number and answer.is_number:
         return _numerically_close(reference, answer, reference_text)
     return bool(verify(reference, answer, strict=True, timeout_seconds=None))
@@ -664,21 +889,95 @@ def _scalar_equal(reference: str, answer: str) -> tuple[bool, str]:
 
 
 def _items_equal(reference: list[str], answer: list[str], ordered: bool) -> bool:
+    if ordered:
+        if len(reference) != len(answer):
+            return False
+        return all(grade_in_worker(r, a)[0] for r, a in zip(reference, answer, strict=True))
+    reference, answer = _distinct_items(reference), _distinct_items(answer)  # a set: twice is once
     if len(reference) != len(answer):
         return False
-    if ordered:
-        return all(_scalar_equal(r, a)[0] for r, a in zip(reference, answer, strict=True))
     unmatched = list(answer)
     for ref_item in reference:  # greedy matching is enough for distinct set elements
-        hit = next((a for a in unmatched if _scalar_equal(ref_item, a)[0]), None)
+        hit = next((a for a in unmatched if grade_in_worker(ref_item, a)[0]), None)
         if hit is None:
             return False
         unmatched.remove(hit)
     return True
 
 
+def _distinct_items(items: list[str]) -> list[str]:
+    """Set items with repeats dropped; ``(3, 7)`` and ``(3,7)`` are one item."""
+    seen = {}
+    for item in items:
+        norm = normalize_answer(item)
+        seen.setdefault(dataclasses.replace(norm, text=norm.text.replace(" ", "")), item)
+    return list(seen.values())
+
+
 def _is_bare_list(items: tuple[str, str, list[str]] | None) -> bool:
     return items is not None and items[0] == ""
+
+
+def _equation_sides(norm: NormalizedAnswer) -> tuple[str, str] | None:
+    """``(left, right)`` of an answer that is one equation (``2x+4y-3=0``, ``y = 3x``)."""
+    if norm.variable is not None:
+        if norm.relation or norm.variable.startswith("("):
+            return None
+        return norm.variable, norm.text
+    sides = _split_top_level(norm.text, "=")
+    if len(sides) != 2 or any(_RELATION_RE.search(side) for side in sides) or not all(sides):
+        return None
+    return sides[0], sides[1]
+
+
+def _equations_equal(reference: tuple[str, str], answer: tuple[str, str]) -> bool:
+    """Whether two equations are one equation scaled: (l1 - r1) / (l2 - r2) is a non-zero
+    constant (``2x+4y-3=0`` and ``y=-\\frac{x}{2}+\\frac34``; not ``x^2=4`` and ``x=2``)."""
+    import sympy
+
+    try:
+        ref_left, ref_right = (_parse(side) for side in reference)
+        ans_left, ans_right = (_parse(_exact_decimals(side)) for side in answer)
+        ref_zero, ans_zero = ref_left - ref_right, ans_left - ans_right
+        if ans_zero == 0 or not ref_zero.free_symbols:
+            return False
+        ratio = sympy.simplify(ref_zero / ans_zero)
+    except Exception:  # unparsable LaTeX, or sides that are not expressions
+        return False
+    return bool(ratio.is_number and ratio.is_finite and ratio != 0)
+
+
+def _matrix_value(text: str):
+    """The matrix an expression of matrices evaluates to (a sum, a product), else ``None``."""
+    import sympy
+
+    try:
+        value = _parse(_exact_decimals(text))
+        if isinstance(value, sympy.MatrixExpr) and not isinstance(value, sympy.MatrixBase):
+            value = value.doit()
+    except Exception:  # unparsable LaTeX, or matrices of mismatched shapes
+        return None
+    return value if isinstance(value, sympy.MatrixBase) else None
+
+
+def _matrices_equal(reference: tuple[str, list[list[str]]], answer_text: str) -> tuple[bool, str]:
+    """Cell by cell; an answer that is a sum or product of matrices is evaluated first."""
+    import sympy
+
+    kind, ref_rows = reference
+    answer = _matrix(answer_text)
+    if answer is not None:
+        same_shape = [len(r) for r in ref_rows] == [len(r) for r in answer[1]]
+        cells = zip(sum(ref_rows, []), sum(answer[1], []), strict=False)
+        correct = kind == answer[0] and same_shape
+        return correct and all(_scalar_equal(r, a)[0] for r, a in cells), "matrix"
+    if kind != "matrix" or "\\begin" not in answer_text:
+        return False, "matrix"
+    value = _matrix_value(answer_text)
+    if value is None or value.shape != (len(ref_rows), len(ref_rows[0])):
+        return False, "matrix"
+    cells = zip(sum(ref_rows, []), value, strict=True)
+    return all(_scalar_equal(r, sympy.latex(a))[0] for r, a in cells), "matrix_expression"
 
 
 def grade_in_worker(reference: str, answer: str) -> tuple[bool, str]:
@@ -688,11 +987,11 @@ def grade_in_worker(reference: str, answer: str) -> tuple[bool, str]:
     """
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # it warns that timeouts are off
     ref_norm, ans_norm = normalize_answer(reference), normalize_answer(answer)
-    ref_matrix, ans_matrix = _matrix(ref_norm.text), _matrix(ans_norm.text)
-    if ref_matrix is not None and ans_matrix is not None:
-        same_shape = [len(r) for r in ref_matrix] == [len(r) for r in ans_matrix]
-        cells = zip(sum(ref_matrix, []), sum(ans_matrix, []), strict=False)
-        return same_shape and all(_scalar_equal(r, a)[0] for r, a in cells), "matrix"
+    ref_matrix = _matrix(ref_norm.text)
+    if ref_matrix is not None:
+        return _matrices_equal(ref_matrix, ans_norm.text)
+    if _matrix(ans_norm.text) is not None:
+        return False, "matrix"
     ref_items, ans_items = _items_of(ref_norm.text), _items_of(ans_norm.text)
     if ref_items is not None and ans_items is not None:
         (ref_open, ref_close, refs), (ans_open, ans_close, answers) = ref_items, ans_items
@@ -702,6 +1001,12 @@ def grade_in_worker(reference: str, answer: str) -> tuple[bool, str]:
         return brackets_match and _items_equal(refs, answers, ordered=True), "tuple"
     if _is_bare_list(ref_items) or _is_bare_list(ans_items):
         return False, "list_vs_scalar"  # a bare list is never one number
+    ref_equation, ans_equation = _equation_sides(ref_norm), _equation_sides(ans_norm)
+    if ref_equation and ans_equation and not (ref_norm.variable and ans_norm.variable):
+        decided = _fast_path(ref_norm, ans_norm)
+        if decided is not None and not decided[0]:
+            return decided
+        return _equations_equal(ref_equation, ans_equation), "equation"
     return _scalar_equal(reference, answer)
 
 
@@ -778,7 +1083,7 @@ verify_math.cache_key = math_cache_key  # see intbench.verifiers.memo
 def _reference_text(answer: object) -> str:
     """The reference as one LaTeX string; a reference with several boxes becomes their list."""
     text = str(answer)
-    boxes = boxed_answers(text)
+    boxes = list(dict.fromkeys(boxed_answers(text)))  # a solution boxed twice is one item
     if len(boxes) > 1:
         return ", ".join(boxes)
     return _strip_wrapping(boxes[0] if boxes else text)
@@ -786,9 +1091,10 @@ def _reference_text(answer: object) -> str:
 
 def _distinct(answers: list[str]) -> list[str]:
     """Answers with repeats (after cheap normalisation) dropped, in order."""
-    seen: dict[str, str] = {}
+    seen: dict[object, str] = {}
     for answer in answers:
-        key = normalize_answer(answer).text if len(answer) <= MAX_ANSWER_CHARS else answer
+        # The whole normalised answer: "5 cm" and "5 m" share a text but not a unit.
+        key = normalize_answer(answer) if len(answer) <= MAX_ANSWER_CHARS else answer
         seen.setdefault(key, answer)
     return list(seen.values())
 

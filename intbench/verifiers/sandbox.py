@@ -1113,7 +1113,7 @@ class _SandboxedFunction:
         if set(frame) != {"reply"} or not isinstance(frame["reply"], str):
             self.broken = SandboxError(f"runner sent no reply: {str(frame)[:200]}")
             raise _CaseStopped("crashed", str(self.broken))
-        kind, value = _parse_reply(frame["reply"])
+        kind, value = _parse_reply(frame["reply"], self.deadline)
         if kind == "raised":
             name, message, student_traceback = value
             self.tracebacks.append(student_traceback)
@@ -1121,22 +1121,25 @@ class _SandboxedFunction:
         return value
 
 
-def _parse_reply(text: str) -> tuple[str, object]:
+def _parse_reply(text: str, deadline: float) -> tuple[str, object]:
     """``("return", plain value)`` or ``("raised", (name, message, traceback))``.
 
     The reply comes from the program's process, so anything but exactly these
-    shapes stops the test.
+    shapes stops the test, and so does a value still being decoded at ``deadline``
+    (the call's time limit: hash-colliding set items make decoding quadratic).
     """
     try:
         if len(text) > MAX_VALUE_BYTES:
             raise ValueError("larger than 1 MiB")
         reply = json.loads(text)
         if type(reply) is dict and set(reply) == {"return"}:
-            return "return", decode_value(reply["return"])
+            return "return", decode_value(reply["return"], deadline=deadline)
         raised = reply.get("raised") if type(reply) is dict and set(reply) == {"raised"} else None
         if type(raised) is list and len(raised) == 3 and all(type(x) is str for x in raised):
             return "raised", tuple(raised)
         raise ValueError("neither a return value nor an exception")
+    except TimeoutError as exc:
+        raise _CaseStopped("timeout", str(exc)) from None
     except (ValueError, TypeError, RecursionError) as exc:
         detail = f"the function's reply is not a plain value: {exc}"
         raise _CaseStopped("runtime_error", detail) from None

@@ -24,6 +24,7 @@ from decimal import Decimal, InvalidOperation
 
 from intbench.records import Problem, Verdict
 from intbench.verifiers.bounds import graded_part
+from intbench.verifiers.boxes import operand_form
 
 MAX_ANSWER_CHARS = 1000
 """Longest final answer that is graded; short-answer references are far shorter."""
@@ -62,13 +63,18 @@ def find_last_boxed(text: str) -> tuple[int, str] | None:
 
 
 def _boxed_answers(text: str) -> list[tuple[int, str]]:
-    """``(start, content)`` of every ``\\boxed{...}`` with balanced braces, in order."""
+    """``(start, content)`` of every ``\\boxed{...}`` with balanced braces, in order.
+
+    A box that is one operand of an expression (``-\\boxed{3}``, ``\\boxed{3}^2``)
+    gives that expression, not its content (see :mod:`intbench.verifiers.boxes`).
+    """
     closing = _matching_braces(text)
     boxes = []
     for match in _BOXED.finditer(text):
         end = closing.get(match.end() - 1)
         if end is not None:
-            boxes.append((match.start(), text[match.end() : end]))
+            operand = operand_form(text, match.start(), end, in_group=False)
+            boxes.append((match.start(), operand or text[match.end() : end]))
     return boxes
 
 
