@@ -55,7 +55,9 @@ def snapshot(records: list) -> dict:
             groups[f"{protocol} {'|'.join(map(str, key))}"] = {
                 name: _cell(value) for name, value in values.items()
             }
-    tables = {table.name: [[_cell(c) for c in row] for row in table.rows] for table in summary.tables}
+    tables = {
+        table.name: [[_cell(c) for c in row] for row in table.rows] for table in summary.tables
+    }
     return {"groups": groups, "tables": tables, "text": summary.to_text()}
 
 

@@ -408,6 +408,13 @@ def test_skipped_rows_are_counted_by_reason_in_one_line(tmp_path, caplog):
     assert len(lines) == 1 and "kept 1 of 3 rows" in lines[0] and ": 2" in lines[0], lines
 
 
+def _outcome(read) -> list[dict] | str:
+    try:
+        return [p.to_dict() for p in read()]
+    except SchemaMismatchError as exc:
+        return str(exc)
+
+
 @pytest.mark.parametrize(
     "domain, card",
     [
@@ -429,24 +436,12 @@ def test_local_jsonl_reads_as_datasets_reads_it(domain, card, tmp_path):
 
     spec = get_domain(domain)
     rows = [json.loads(line) for line in (CARDS / card).read_text().splitlines() if line.strip()]
+    file = tmp_path / card
     for dropped in [None, *rows[0]]:  # a row without a column: datasets gives it None
         edited = [dict(r) for r in rows]
         edited[-1].pop(dropped, None)
-        file = tmp_path / card
         file.write_text("".join(json.dumps(r) + "\n" for r in edited))
-
-        def outcome(read):
-            try:
-                return [p.to_dict() for p in read()]
-            except SchemaMismatchError as exc:
-                return str(exc)
-
-        via_datasets = outcome(
-            lambda: _rows_to_problems(
-                spec,
-                datasets.load_dataset("json", data_files=str(file), split="train"),
-                "local",
-                f"file {str(file)!r}",
-            )
-        )
-        assert outcome(lambda: load_local(spec, file)) == via_datasets, dropped
+        loaded = datasets.load_dataset("json", data_files=str(file), split="train")
+        where = f"file {str(file)!r}"
+        via_datasets = _outcome(lambda: _rows_to_problems(spec, loaded, "local", where))  # noqa: B023
+        assert _outcome(lambda: load_local(spec, file)) == via_datasets, dropped
