@@ -19,7 +19,7 @@ request).  Each round runs the real command line in a subprocess and measures:
 Rounds alternate the settings; figures are medians over ``--rounds`` with the
 spread (min–max).
 
-    python benchmarks/feedback_overhead.py [--rounds 3] [--out benchmarks/results/feedback_overhead.md]
+    python benchmarks/feedback_overhead.py [--rounds 3] [--large 2048] [--out benchmarks/results/feedback_overhead.md]
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from intbench.metrics import summarize  # noqa: E402
+
 ENV = "IntBench-OmniMath-Feedback-v0"
 K = 5
 SERVER = "aiohttp fake OpenAI-compatible server (benchmarks/feedback_overhead.py), own process"
@@ -214,6 +218,10 @@ def run_command(server: Server, source: Path, n: int, in_flight: int, workdir: P
 
     assert stats["requests"] == 9 * n, (stats["requests"], 9 * n, output[-2000:])
     episodes_s = last - first
+    records = [json.loads(line) for line in (out / "episodes.jsonl").open(encoding="utf-8")]
+    summarize_started = time.perf_counter()
+    summarize(records)  # as the command does at its end, timed alone
+    summary_s = time.perf_counter() - summarize_started
     return {
         "in_flight": in_flight,
         "episodes": n,
@@ -223,6 +231,7 @@ def run_command(server: Server, source: Path, n: int, in_flight: int, workdir: P
         "after_s": ended - last,
         "whole_rate": n / (ended - started),
         "episodes_rate": n / episodes_s,
+        "summary_s": summary_s,
         "episode_cpu_ms": 1000 * (cpu_at(last) - cpu_at(first)) / n,
         "whole_cpu_ms": 1000 * whole_cpu / n,
         "max_in_flight": stats["max_in_flight"],
@@ -240,9 +249,12 @@ def main() -> None:
     parser.add_argument("--serial-episodes", type=int, default=24, help="episodes at 1 in flight")
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--out", default=None, help="a Markdown file for the results")
+    parser.add_argument(
+        "--large", type=int, default=0, help="also one run of this many episodes at 64 in flight"
+    )
     args = parser.parse_args()
     server = Server(args.latency)
-    runs: dict[int, list[dict]] = {64: [], 1: []}
+    runs: dict = {64: [], 1: []}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
@@ -253,6 +265,10 @@ def main() -> None:
                     run = run_command(server, source, n, in_flight, work)
                     runs[in_flight].append(run)
                     print(round_, json.dumps(run), flush=True)
+            if args.large:
+                source = problems_file(work / "omni_math_style_large.jsonl", args.large)
+                runs["large"] = [run_command(server, source, args.large, 64, work)]
+                print("large", json.dumps(runs["large"][0]), flush=True)
     finally:
         server.close()
     lines = report(runs, args)
@@ -261,13 +277,15 @@ def main() -> None:
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def report(runs: dict[int, list[dict]], args) -> list[str]:
+def report(runs: dict, args) -> list[str]:
     many, one = runs[64], runs[1]
     column = lambda rs, key: [r[key] for r in rs]  # noqa: E731
     lines = [
         "# Feedback run overhead: the whole command against its episodes\n",
         f"`python benchmarks/feedback_overhead.py --rounds {args.rounds} --episodes "
-        f"{args.episodes} --serial-episodes {args.serial_episodes}` — `intbench eval --env {ENV}` "
+        f"{args.episodes} --serial-episodes {args.serial_episodes}"
+        + (f" --large {args.large}" if args.large else "")
+        + f"` — `intbench eval --env {ENV}` "
         f"on {args.episodes} Omni-MATH-style problems (local JSONL), K = {K}, an always-wrong "
         f"`openai:` student and an `openai:` teacher: 9 requests per episode, every attempt graded "
         f"by the math verifier; bytecode compiled once, by a first run that is not counted. Server: {SERVER}, {args.latency * 1000:.0f} ms per request. "
@@ -302,8 +320,21 @@ def report(runs: dict[int, list[dict]], args) -> list[str]:
         f"of the episodes-only rate; the time after the last reply (the end-of-run summary, "
         f"closing) is {median_spread([r['after_s'] / r['episodes_s'] for r in many], 2)} of the "
         "episodes' time.",
+        f"- The end-of-run summary alone (`summarize` on the run's records, timed after the "
+        f"command): {median_spread([r['summary_s'] for r in many], 3)} s, "
+        f"{median_spread([r['summary_s'] / r['episodes_s'] for r in many], 3)} of the "
+        "episodes' time.",
         f"- Most requests in flight at the server: {max(column(many, 'max_in_flight'))}.",
     ]
+    for run in runs.get("large", []):
+        lines.append(
+            f"- One run of {run['episodes']} episodes at 64 in flight: episodes "
+            f"{run['episodes_s']:.1f} s ({run['episodes_rate']:.1f} episodes/s), whole command "
+            f"{run['whole_s']:.1f} s ({run['whole_rate'] / run['episodes_rate']:.2f} of the "
+            f"episodes-only rate), after the last reply {run['after_s']:.2f} s; the summary alone "
+            f"{run['summary_s']:.2f} s = {run['summary_s'] / run['episodes_s']:.3f} of the "
+            f"episodes' time; CPU {run['episode_cpu_ms']:.1f} ms / episode (episodes only)."
+        )
     return lines
 
 
