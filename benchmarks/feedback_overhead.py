@@ -238,6 +238,34 @@ def run_command(server: Server, source: Path, n: int, in_flight: int, workdir: P
     }
 
 
+def grading_queue(server: Server, source: Path, n: int, workdir: Path) -> dict:
+    """One run in this process at 64 in flight: how often a grading call found every grader
+    worker busy, and how long it waited (the pool's own counters)."""
+    from intbench.runner import RunConfig, run_eval
+    from intbench.verifiers.math import default_pool
+
+    server.reset()
+    os.environ["INTBENCH_CACHE"] = str(workdir / f"queue-cache-{time.monotonic_ns()}")
+    spec = f"@{server.url}/v1?concurrency=64"
+    config = RunConfig(
+        env_id=ENV,
+        teacher="openai:teacher" + spec,
+        student="openai:student" + spec,
+        n=n,
+        source=str(source),
+        env_options={"k_max": K},
+    )
+    run_eval(config, workdir / f"queue-{time.monotonic_ns()}", concurrency=64, progress=False)
+    pool = default_pool()
+    gradings = K * n  # every attempt of an always-wrong student is graded
+    return {
+        "workers": pool.size,
+        "gradings": gradings,
+        "queued": pool.queued,
+        "queue_wait_ms_per_grading": 1000 * pool.queue_wait_s / gradings,
+    }
+
+
 def median_spread(values: list[float], digits: int = 1) -> str:
     return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
@@ -265,6 +293,8 @@ def main() -> None:
                     run = run_command(server, source, n, in_flight, work)
                     runs[in_flight].append(run)
                     print(round_, json.dumps(run), flush=True)
+            runs["queue"] = grading_queue(server, source, args.episodes, work)
+            print("queue", json.dumps(runs["queue"]), flush=True)
             if args.large:
                 source = problems_file(work / "omni_math_style_large.jsonl", args.large)
                 runs["large"] = [run_command(server, source, args.large, 64, work)]
@@ -326,6 +356,13 @@ def report(runs: dict, args) -> list[str]:
         "episodes' time.",
         f"- Most requests in flight at the server: {max(column(many, 'max_in_flight'))}.",
     ]
+    queue = runs["queue"]
+    lines.append(
+        f"- Grading at 64 in flight (one run in the benchmark's process, {queue['workers']} "
+        f"grader workers started during setup): {queue['queued']} of {queue['gradings']} "
+        f"gradings found every worker busy; queue wait {queue['queue_wait_ms_per_grading']:.2f} "
+        "ms per grading on average."
+    )
     for run in runs.get("large", []):
         lines.append(
             f"- One run of {run['episodes']} episodes at 64 in flight: episodes "

@@ -122,9 +122,11 @@ def run_eval(
 
     An episode still running ``episode_timeout_s`` seconds after its reset
     (``None`` for no limit) is recorded as failed, like a model or grader
-    error, and so re-run on resume.  ``DIR/summary.json`` keeps the run's
-    counts, timings and token usage (:mod:`intbench.run_summary`); ``prices``
-    (role -> US$ per million prompt / completion tokens) adds a cost estimate.
+    error, and so re-run on resume.  ``on_episode`` gets each finished record as
+    written (the dict the result holds: read it, do not change it).
+    ``DIR/summary.json`` keeps the run's counts, timings and token usage
+    (:mod:`intbench.run_summary`); ``prices`` (role -> US$ per million prompt /
+    completion tokens) adds a cost estimate.
     """
     if episode_timeout_s is not None and not episode_timeout_s > 0:
         raise ValueError(f"episode_timeout_s must be positive, got {episode_timeout_s!r}")
@@ -202,7 +204,7 @@ def _run_locked(
         summary.count(failed=bool(record.error))
         save_summary()
         if on_episode:
-            on_episode(record.to_dict())
+            on_episode(data)
         _tick(bar, student, teacher)
 
     try:
