@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import multiprocessing
 import os
 import platform
@@ -161,7 +162,11 @@ class Server:
 def tree_cpu_s(root: psutil.Process) -> float:
     """CPU seconds of ``root`` and every descendant alive, with the children each has reaped."""
     total = 0.0
-    for process in [root, *root.children(recursive=True)]:
+    try:
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:  # a process ended while the tree was listed
+        return math.nan
+    for process in tree:
         try:
             t = process.cpu_times()
         except psutil.Error:
@@ -196,7 +201,9 @@ def run_command(server: Server, source: Path, n: int, in_flight: int, workdir: P
 
     def sample() -> None:
         while not done.is_set():
-            samples.append((time.time(), tree_cpu_s(process)))
+            cpu = tree_cpu_s(process)
+            if not math.isnan(cpu):
+                samples.append((time.time(), cpu))
             done.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -355,6 +362,9 @@ def report(runs: dict, args) -> list[str]:
         f"{median_spread([r['summary_s'] / r['episodes_s'] for r in many], 3)} of the "
         "episodes' time.",
         f"- Most requests in flight at the server: {max(column(many, 'max_in_flight'))}.",
+        "- CPU per episode over the episodes includes the grader workers' start (their "
+        "imports, about a CPU-second each, overlap the first episodes): it weighs most on "
+        "short runs and at 1 in flight.",
     ]
     queue = runs["queue"]
     lines.append(

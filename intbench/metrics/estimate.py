@@ -46,7 +46,7 @@ def mean_and_se(values: Sequence[float]) -> tuple[float, float]:
     return float(np.mean(values)), float(np.std(values, ddof=1) / math.sqrt(len(values)))
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def _resample_indices(n: int, samples: int, seed: int) -> np.ndarray:
     """(samples, n): the problems (by sorted position) each bootstrap resample draws.
 
@@ -59,7 +59,7 @@ def _resample_indices(n: int, samples: int, seed: int) -> np.ndarray:
     return indices
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def _resample_weights(n: int, samples: int, seed: int) -> np.ndarray:
     """(1 + samples, n): row 0 counts every problem once (the point estimate), row
     1 + i how often resample i drew each problem."""
