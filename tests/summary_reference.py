@@ -1,8 +1,9 @@
 """Figures of :func:`intbench.metrics.summarize` on fixed records, as stored in
-``tests/data/summary_reference.json`` (written by the per-statistic bootstrap that
-preceded the array-based summary; ``test_summary_reference.py`` holds today's code to them).
+``tests/data/summary_reference.json``; ``test_summary_reference.py`` holds the
+code to them.  The stored file was written by the per-statistic bootstrap that
+preceded the array-based summary (commit 4278c8a, by the command below).
 
-    python -m tests.summary_reference   # rewrites the stored file from today's code
+    python -m tests.summary_reference   # writes the figures of the code checked out
 """
 
 from __future__ import annotations
