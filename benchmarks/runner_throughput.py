@@ -5,8 +5,8 @@ Every figure comes from one process, measured side by side:
 * episodes/s and requests/s with a scripted ``at:0.5`` teacher and an
   ``openai:`` student, at 0 ms and 50 ms server latency, at concurrency
   1, 8, 64 and 256, and 64 in flight over ``--workers 2`` (32 each);
-* where the time goes: the CPU the runner (all its threads and workers, less
-  the setup's, measured alone) spends per episode and the server spends per
+* where the time goes: the CPU the runner (all its threads and processes,
+  grader workers included, less the setup's, measured alone) spends per episode and the server spends per
   request, and the ceiling those two put on episodes/s on this machine's cores;
 * requests/s with a model teacher (``openai:``) at concurrency 64 on the
   instant server, and the tokens it asks for per wait decision;
@@ -64,6 +64,7 @@ class ServerProcess:
         self.process = context.Process(target=_serve, args=(latency, urls), daemon=True)
         self.process.start()
         self.base_url = urls.get(timeout=60)
+        SERVERS.add(self.process.pid)
 
     def cpu_s(self) -> float:
         import psutil
@@ -94,10 +95,26 @@ def timed_run(
         server.close()
 
 
+SERVERS: set[int] = set()  # the fake servers' pids: their CPU is counted apart
+
+
 def _cpu_s() -> float:
-    """CPU seconds of this process and of its children that have ended (workers)."""
+    """CPU seconds of this process and its descendants: worker processes that have
+    ended, and those still running (the grader pool's workers, sandboxes) but the
+    fake server."""
+    import psutil
+
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    total = time.process_time() + children.ru_utime + children.ru_stime
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.pid in SERVERS or child.ppid() in SERVERS:
+                continue
+            times = child.cpu_times()
+        except psutil.Error:
+            continue  # ended meanwhile: counted once reaped
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 def _setup_cpu_s(config: RunConfig) -> float:
@@ -252,7 +269,8 @@ def main() -> None:
     )
     lines.append(
         f"- Where the time goes at 50 ms and 64 in flight: the runner spends {runner_ms:.1f} ms "
-        f"of CPU per episode (all threads, setup excluded; the profile's largest parts are "
+        f"of CPU per episode (all threads and processes, grader workers included, setup "
+        f"excluded; the profile's largest parts are "
         f"prompt rendering, record serialisation, the baseline cache and the HTTP client) and "
         f"the fake server {server_ms:.1f} ms ({long_one['server_cpu_ms_per_request']:.1f} ms "
         f"per request). One process runs Python on one core at a time, so it cannot pass "

@@ -44,8 +44,7 @@ def __getattr__(name: str) -> Any:
 
 def _from_known_fields(cls, data: dict) -> Any:
     """Build a dataclass from a dict, refusing unknown keys (typos are bugs)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - names
+    unknown = data.keys() - _field_set(cls)
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown field(s) {sorted(unknown)}")
     return cls(**data)
@@ -158,6 +157,11 @@ def _plain(value: Any) -> Any:
 @functools.cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _field_set(cls: type) -> frozenset[str]:
+    return frozenset(_field_names(cls))
 
 
 def _record_dict(record: Any) -> dict:

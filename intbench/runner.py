@@ -25,6 +25,7 @@ import itertools
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -121,9 +122,11 @@ def run_eval(
 
     An episode still running ``episode_timeout_s`` seconds after its reset
     (``None`` for no limit) is recorded as failed, like a model or grader
-    error, and so re-run on resume.  ``DIR/summary.json`` keeps the run's
-    counts, timings and token usage (:mod:`intbench.run_summary`); ``prices``
-    (role -> US$ per million prompt / completion tokens) adds a cost estimate.
+    error, and so re-run on resume.  ``on_episode`` gets each finished record as
+    written (the dict the result holds: read it, do not change it).
+    ``DIR/summary.json`` keeps the run's counts, timings and token usage
+    (:mod:`intbench.run_summary`); ``prices`` (role -> US$ per million prompt /
+    completion tokens) adds a cost estimate.
     """
     if episode_timeout_s is not None and not episode_timeout_s > 0:
         raise ValueError(f"episode_timeout_s must be positive, got {episode_timeout_s!r}")
@@ -157,6 +160,8 @@ def _run_locked(
     # no config.json behind, so the corrected command is not refused.
     first = _make_env(config)
     problems = first.problems
+    if workers == 1 and ray_address is None and problems:
+        _warm_grader(problems[0].domain, concurrency)
     teacher = _make_teacher(config, first, problems)
     run_dir.save_config(config.to_dict())
     run_dir.save_problems(problems)
@@ -200,7 +205,7 @@ def _run_locked(
         summary.count(failed=bool(record.error))
         save_summary()
         if on_episode:
-            on_episode(record.to_dict())
+            on_episode(data)
         _tick(bar, student, teacher)
 
     try:
@@ -238,6 +243,30 @@ def _run_locked(
         played[k] if k in played else log.records[k].to_dict() for k in keys if k in log.records
     ]
     return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
+
+
+def _warm_grader(domain: str, concurrency: int) -> None:
+    """Start the domain's grader workers now, in the background, if it grades in a
+    pool (math): else the first answers wait for each worker's imports (sympy,
+    about a second).  The pool grows to one worker per episode in flight, at most
+    one per core, unless ``INTBENCH_MATH_WORKERS`` fixes its size."""
+    from intbench.verifiers import get_verifier
+
+    module = sys.modules.get(getattr(get_verifier(domain), "__module__", ""))
+    pool_of = getattr(module, "default_pool", None)
+    if pool_of is None:
+        return
+    pool = pool_of()
+    if "INTBENCH_MATH_WORKERS" not in os.environ:
+        pool.grow(min(max(1, concurrency), os.cpu_count() or 1))
+
+    def warm_up() -> None:
+        try:
+            pool.warm_up()
+        except Exception as exc:  # a grading call meets it again and records it
+            logger.debug("grader warm-up failed: %s", exc)
+
+    threading.Thread(target=warm_up, name="grader-warm-up", daemon=True).start()
 
 
 def _make_teacher(config: RunConfig, first, problems: list[Problem]):

@@ -25,6 +25,7 @@ episode.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import queue
 import time
 from collections import defaultdict
@@ -55,6 +56,18 @@ class TeacherAct:
 
 
 Program = Generator[Any, Any, Any]
+
+
+def _batch_key(request: Generate) -> tuple:
+    """Generations that may go to a model as one batch: one role, one sampling but the seed."""
+    sampling = request.sampling
+    values = (getattr(sampling, name) for name in _batched_fields(type(sampling)))
+    return (request.role, *(tuple(v) if isinstance(v, list) else v for v in values))
+
+
+@functools.cache
+def _batched_fields(sampling_type: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(sampling_type) if f.name != "seed")
 
 
 def is_remote(backend: object) -> bool:
@@ -199,10 +212,7 @@ class Scheduler:
                 self._track(in_flight, future, [owner[slot]])
                 del ready[slot]
             elif isinstance(request, Generate):
-                key = (
-                    request.role,
-                    *dataclasses.astuple(dataclasses.replace(request.sampling, seed=None)),
-                )
+                key = _batch_key(request)
                 generations[key].append(slot)
             elif isinstance(request, TeacherAct):
                 acts.append(slot)

@@ -406,3 +406,42 @@ def test_skipped_rows_are_counted_by_reason_in_one_line(tmp_path, caplog):
     assert len(problems) == 1
     lines = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
     assert len(lines) == 1 and "kept 1 of 3 rows" in lines[0] and ": 2" in lines[0], lines
+
+
+def _outcome(read) -> list[dict] | str:
+    try:
+        return [p.to_dict() for p in read()]
+    except SchemaMismatchError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize(
+    "domain, card",
+    [
+        ("arc", "arc_agi.jsonl"),
+        ("brainteaser", "braingle_categories.jsonl"),
+        ("linguini", "bbeh.jsonl"),
+        ("math", "math500.jsonl"),
+        ("omni_math", "omni_math_filtered.jsonl"),
+        ("omni_math", "omni_math_test.jsonl"),
+    ],
+)
+def test_local_jsonl_reads_as_datasets_reads_it(domain, card, tmp_path):
+    # a JSONL source is read with json (no seconds-long datasets import): the same
+    # problems, or the same error, as through datasets
+    import datasets
+
+    from intbench.envs.domains.base import _rows_to_problems, load_local
+    from intbench.envs.domains.registry import get_domain
+
+    spec = get_domain(domain)
+    rows = [json.loads(line) for line in (CARDS / card).read_text().splitlines() if line.strip()]
+    file = tmp_path / card
+    for dropped in [None, *rows[0]]:  # a row without a column: datasets gives it None
+        edited = [dict(r) for r in rows]
+        edited[-1].pop(dropped, None)
+        file.write_text("".join(json.dumps(r) + "\n" for r in edited))
+        loaded = datasets.load_dataset("json", data_files=str(file), split="train")
+        where = f"file {str(file)!r}"
+        via_datasets = _outcome(lambda: _rows_to_problems(spec, loaded, "local", where))  # noqa: B023
+        assert _outcome(lambda: load_local(spec, file)) == via_datasets, dropped

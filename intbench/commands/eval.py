@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
-from intbench.metrics import summarize
+from intbench.metrics import Summary, summarize
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
     EPISODE_TIMEOUT_S,
@@ -238,7 +238,10 @@ def _tracking_options(args) -> dict:
         raise UsageError(str(exc)) from None
 
 
-def _run(config: RunConfig, out: Path, args, progress: bool = True) -> list[dict] | None:
+def _run(
+    config: RunConfig, out: Path, args, progress: bool = True
+) -> tuple[list[dict], Summary] | None:
+    """The run's episode records and their summary (``None`` when it could not start)."""
     check_run(config, args.concurrency)
     options = _tracking_options(args)
     tracker = None
@@ -256,7 +259,8 @@ def _run(config: RunConfig, out: Path, args, progress: bool = True) -> list[dict
             ray_address=args.ray,
             **options,
         )
-        tracker.log_tables(summarize(result.episodes).tables)
+        summary = summarize(result.episodes)
+        tracker.log_tables(summary.tables)
     except (ConfigMismatchError, RunLockedError, ReplayError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
@@ -266,7 +270,7 @@ def _run(config: RunConfig, out: Path, args, progress: bool = True) -> list[dict
     print(
         f"{out}: {result.ran} episode(s) run, {result.skipped} already done, {result.seconds:.1f} s"
     )
-    return result.episodes
+    return result.episodes, summary
 
 
 def _eval(args) -> int:
@@ -279,10 +283,10 @@ def _eval(args) -> int:
         raise UsageError("--teacher is required (or --replay-interventions RUN_DIR)")
     _tracking_options(args)
     config = _config(args, teacher, args.student, env_options(args), replay)
-    episodes = _run(config, args.out, args)
-    if episodes is None:
+    run = _run(config, args.out, args)
+    if run is None:
         return 2
-    print(summarize(episodes).to_text())
+    print(run[1].to_text())
     return 0
 
 
@@ -316,7 +320,7 @@ def _matrix(args) -> int:
     runs = _run_pairs(jobs, args)
     if any(v is None for v in runs.values()):
         return 2
-    print(summarize([e for episodes in runs.values() for e in episodes]).to_text())
+    print(summarize([e for episodes, _ in runs.values() for e in episodes]).to_text())
     return 0
 
 

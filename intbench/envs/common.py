@@ -386,10 +386,19 @@ class EpisodeRecord(Mapping):
     A mapping but not a ``dict``, so that vector envs keep each sub-env's
     record whole (``infos["record"][i]``) instead of merging its fields, whose
     types differ between episodes (an intervention or None, a step or None).
+    Its fields are made from the episode on first read (a runner that keeps
+    ``last_episode`` never reads them), so read them before changing that episode.
     """
 
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
+    def __init__(self, episode: Episode) -> None:
+        self._episode = episode
+        self._fields: dict[str, Any] | None = None
+
+    @property
+    def _data(self) -> dict[str, Any]:
+        if self._fields is None:
+            self._fields = without_wall_clock(self._episode.to_dict())
+        return self._fields
 
     def __getitem__(self, key: str) -> Any:
         return self._data[key]
@@ -559,7 +568,7 @@ class FlowEnv(gym.Env):
         """``info`` at the last step: ``info["record"]``, the episode record without
         wall-clock times (the full record is ``last_episode``)."""
         self.last_episode = episode
-        info["record"] = EpisodeRecord(without_wall_clock(episode.to_dict()))
+        info["record"] = EpisodeRecord(episode)
         return info
 
     def close(self):

@@ -63,7 +63,9 @@ class UnicodeText(spaces.Text):
     """A ``Text`` space whose members are any ``str`` of bounded length."""
 
     def __init__(self, max_length: int = MAX_TEXT, *, min_length: int = 0, seed: Any = None):
-        super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
+        # The parent's charset tables go unused (the properties below replace them), and
+        # building them for a real charset cost most of an env's construction.
+        super().__init__(max_length, min_length=min_length, charset=" ", seed=seed)
         self._sampler: spaces.Text | None = None  # made at the first sample: envs rarely sample
 
     @property

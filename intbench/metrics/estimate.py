@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,21 +46,95 @@ def mean_and_se(values: Sequence[float]) -> tuple[float, float]:
     return float(np.mean(values)), float(np.std(values, ddof=1) / math.sqrt(len(values)))
 
 
+@functools.lru_cache(maxsize=4)
+def _resample_indices(n: int, samples: int, seed: int) -> np.ndarray:
+    """(samples, n): the problems (by sorted position) each bootstrap resample draws.
+
+    One array per (n, samples, seed): every statistic of every group of n
+    problems resamples the same problems, as when each drew from a fresh
+    generator with ``seed``.
+    """
+    indices = np.random.default_rng(seed).integers(0, n, (samples, n))
+    indices.flags.writeable = False
+    return indices
+
+
+@functools.lru_cache(maxsize=4)
+def _resample_weights(n: int, samples: int, seed: int) -> np.ndarray:
+    """(1 + samples, n): row 0 counts every problem once (the point estimate), row
+    1 + i how often resample i drew each problem."""
+    picked = _resample_indices(n, samples, seed) + n * np.arange(samples)[:, None]
+    counts = np.bincount(picked.ravel(), minlength=samples * n).reshape(samples, n)
+    weights = np.vstack([np.ones((1, n)), counts]).astype(float)
+    weights.flags.writeable = False
+    return weights
+
+
+class ProblemResamples:
+    """A group's problems and the bootstrap resamples of them that all its statistics share.
+
+    The papers' intervals resample problems, keeping each problem's episodes
+    together: a problem drawn twice counts twice.  Statistics are computed
+    from per-problem arrays for the whole group and all resamples at once.
+    """
+
+    def __init__(self, problems: Iterable[str], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0):
+        self.problems = sorted(problems)
+        n = len(self.problems)
+        # with fewer than 2 problems there is nothing to resample: the point estimate alone
+        self.weights = _resample_weights(n, samples, seed) if n >= 2 else np.ones((1, n))
+
+    def totals(self, per_problem: np.ndarray) -> np.ndarray:
+        """Sums of ``per_problem`` (one row per problem, in :attr:`problems` order) over the
+        whole group (row 0) and over each resample (rows 1..samples)."""
+        return self.weights @ np.asarray(per_problem, dtype=float)
+
+    def problem_means(self, per_problem: np.ndarray) -> np.ndarray:
+        """The mean over problems of ``per_problem`` rows, for the group (row 0) and each
+        resample (NaN without problems)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.totals(per_problem) / self.weights.sum(axis=1).reshape(
+                -1, *[1] * (np.ndim(per_problem) - 1)
+            )
+
+    def estimate(self, statistic: np.ndarray) -> Estimate:
+        """An :class:`Estimate` from a statistic's value on the group (``statistic[0]``)
+        and on each resample (NaN where undefined: those resamples are left out)."""
+        n = len(self.problems)
+        value = float(statistic[0])
+        draws = statistic[1:][~np.isnan(statistic[1:])]
+        if math.isnan(value) or not draws.size:
+            return Estimate(value, n=n)
+        low, high = np.percentile(draws, [2.5, 97.5])
+        return Estimate(value, float(low), float(high), n)
+
+    def mean(self, values: Mapping[str, Sequence[float]]) -> Estimate:
+        """The mean of all problems' ``values`` pooled (NaN without values)."""
+        sums = [math.fsum(values.get(p, ())) for p in self.problems]
+        counts = [len(values.get(p, ())) for p in self.problems]
+        totals = self.totals(np.column_stack([sums, counts]).reshape(len(self.problems), 2))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            statistic = np.where(totals[:, 1] > 0, totals[:, 0] / totals[:, 1], math.nan)
+        return self.estimate(statistic)
+
+
 def bootstrap(
     episodes_by_problem: dict[str, list],
     statistic: Callable[[list], float],
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = 0,
 ) -> Estimate:
-    """``statistic`` over all episodes, with a CI from resampling problems."""
+    """``statistic`` over all episodes, with a CI from resampling problems.
+
+    For statistics that are not a pooled mean (those use :class:`ProblemResamples`,
+    which computes every resample at once); the same resamples either way.
+    """
     keys = sorted(episodes_by_problem)
     value = statistic([e for k in keys for e in episodes_by_problem[k]])
     if len(keys) < 2 or math.isnan(value):
         return Estimate(value, n=len(keys))
-    rng = np.random.default_rng(seed)
     draws = []
-    for _ in range(samples):
-        picked = rng.integers(0, len(keys), len(keys))
+    for picked in _resample_indices(len(keys), samples, seed):
         stat = statistic([e for i in picked for e in episodes_by_problem[keys[i]]])
         if not math.isnan(stat):
             draws.append(stat)
@@ -77,11 +152,19 @@ def problem_mean(values: dict[str, float], samples: int = BOOTSTRAP_SAMPLES) -> 
     """
     if not values:
         return Estimate(math.nan)
-    groups = {problem: [value] for problem, value in values.items()}
-    return bootstrap(groups, lambda drawn: sum(drawn) / len(drawn), samples)
+    resamples = ProblemResamples(values, samples)
+    return resamples.estimate(resamples.problem_means([values[p] for p in resamples.problems]))
 
 
 PERMUTATIONS = 10000
+
+
+@functools.lru_cache(maxsize=4)
+def _signs(n: int, samples: int, seed: int) -> np.ndarray:
+    """(samples, n) random signs, one array shared by every test of n differences."""
+    signs = np.random.default_rng(seed).choice(np.array([-1, 1], dtype=np.int8), (samples, n))
+    signs.flags.writeable = False
+    return signs
 
 
 def paired_permutation_p(
@@ -97,8 +180,7 @@ def paired_permutation_p(
     if not len(values):
         return math.nan
     observed = abs(values.mean())
-    signs = np.random.default_rng(seed).choice((-1.0, 1.0), size=(samples, len(values)))
-    flipped = np.abs((signs * values).mean(axis=1))
+    flipped = np.abs(_signs(len(values), samples, seed) @ values) / len(values)
     # a small tolerance so that flips equal to the observed mean count despite rounding
     extreme = int(np.count_nonzero(flipped >= observed - 1e-12))
     return (extreme + 1) / (samples + 1)

@@ -18,27 +18,29 @@ from typing import NamedTuple
 
 import numpy as np
 
-from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, bootstrap, mean
+from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, ProblemResamples
 from intbench.metrics.groups import Records, by_problem, group_by, split_errors, teacher_label
 from intbench.metrics.table import Table
 from intbench.records import Episode, as_episodes
 
 
+def _solved_by_k(episodes: list[Episode], k_max: int) -> np.ndarray:
+    """(problems in sorted order, k_max): each problem's share of repeats solved by attempt k."""
+    problems = {p: i for i, p in enumerate(sorted({e.problem_id for e in episodes}))}
+    row = np.array([problems[e.problem_id] for e in episodes], dtype=int)
+    solved_at = np.array([k_max + 1 if e.solved_at is None else e.solved_at for e in episodes])
+    solved = solved_at[:, None] <= np.arange(1, k_max + 1)
+    counts = np.zeros((len(problems), k_max))
+    np.add.at(counts, row, solved)
+    return counts / np.bincount(row, minlength=len(problems))[:, None]
+
+
 def acc_at_k(episodes: Records, k_max: int) -> list[float]:
     """acc@1..acc@k_max, averaging repeats within each problem first."""
-    groups = by_problem(as_episodes(episodes))
-    if not groups:
+    solved = _solved_by_k(as_episodes(episodes), k_max)
+    if not len(solved):
         return [math.nan] * k_max
-    per_problem = []
-    for runs in groups.values():
-        solved = np.array(
-            [
-                [float(r.solved_at is not None and r.solved_at <= k) for k in range(1, k_max + 1)]
-                for r in runs
-            ]
-        )
-        per_problem.append(solved.mean(axis=0))
-    return [float(v) for v in np.mean(per_problem, axis=0)]
+    return [float(v) for v in solved.mean(axis=0)]
 
 
 def gain(acc: Sequence[float]) -> float:
@@ -71,6 +73,12 @@ def feedback_summary(
     usable, errors = split_errors(episodes)
     k = k_max or _k_max(usable)
     groups = by_problem(usable)
+    resamples = ProblemResamples(groups, samples)
+    # acc@1..acc@k of the group (row 0) and of every resample at once
+    acc = resamples.problem_means(_solved_by_k(usable, k))
+    first, last = acc[:, 0], acc[:, -1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normalized = np.where(first >= 1.0, 0.0, (last - first) / (1.0 - first))
     summary = {
         "acc": acc_at_k(usable, k),
         "n_episodes": len(usable),
@@ -78,19 +86,20 @@ def feedback_summary(
         "n_errors": errors,
         "k_max": k,
     }
-    for name, fn in {
-        "acc@1": lambda es: acc_at_k(es, k)[0],
-        f"acc@{k}": lambda es: acc_at_k(es, k)[-1],
-        "gain": lambda es: gain(acc_at_k(es, k)),
-        "normalized_gain": lambda es: normalized_gain(acc_at_k(es, k)),
-        "auc": lambda es: auc(acc_at_k(es, k)),
-        "first_step_gain": lambda es: first_step_gain(acc_at_k(es, k)),
+    for name, statistic in {
+        "acc@1": first,
+        f"acc@{k}": last,
+        "gain": last - first,
+        "normalized_gain": normalized,
+        "auc": acc.mean(axis=1),
+        "first_step_gain": acc[:, 1] - first if k > 1 else np.full(len(acc), math.nan),
     }.items():
-        summary[name] = bootstrap(groups, fn, samples)
-    summary["leak_rate"] = bootstrap(
-        groups,
-        lambda es: mean([float(f.leaked) for e in es for f in e.feedback if f.message]),
-        samples,
+        summary[name] = resamples.estimate(statistic)
+    summary["leak_rate"] = resamples.mean(
+        {
+            problem: [float(f.leaked) for e in runs for f in e.feedback if f.message]
+            for problem, runs in groups.items()
+        }
     )
     return summary
 

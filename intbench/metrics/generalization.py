@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, Estimate, bootstrap, mean
+from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, Estimate, ProblemResamples
 from intbench.metrics.groups import teacher_label
 from intbench.metrics.table import Table
 from intbench.records import Episode, as_episodes
@@ -70,7 +70,7 @@ def _pair_mean(values: dict[Pair, float], samples: int) -> Estimate:
     by_original: dict[str, list[float]] = defaultdict(list)
     for (original, _), value in values.items():
         by_original[original].append(value)
-    return bootstrap(dict(by_original), mean, samples)
+    return ProblemResamples(by_original, samples).mean(by_original)
 
 
 def generalization_scores(

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from intbench.metrics.estimate import (
     BOOTSTRAP_SAMPLES,
     PERMUTATIONS,
-    bootstrap,
+    ProblemResamples,
     mean,
     paired_permutation_p,
 )
@@ -78,72 +78,84 @@ def split_monitor_errors(episodes: Records) -> tuple[list[Episode], int, int]:
     return usable + failed, errors - len(failed), len(failed)
 
 
-def phi(episodes: Records) -> float:
-    return mean([float(e.intervention is not None) for e in as_episodes(episodes)])
+# Each metric is the mean of one term per episode over the episodes that define it
+# (None: left out), so that a group's resamples need only per-problem sums and counts.
+Term = Callable[[Episode], float | None]
+
+
+def _phi_term(episode: Episode) -> float:
+    return float(episode.intervention is not None)
+
+
+def _phi_given_baseline_term(correct: bool) -> Term:
+    return lambda e: _phi_term(e) if _baseline_correct(e) == correct else None
+
+
+def _tau_term(name: str) -> Term:
+    return lambda e: getattr(i, name) if (i := e.applied_intervention) else None
+
+
+def _helpfulness_term(episode: Episode) -> float | None:
+    if not (i := _graded_intervention(episode)):
+        return None
+    return float(_post_correct(i)) - float(_baseline_correct(episode))
+
+
+def _wrong_to_right_term(episode: Episode) -> float | None:
+    i = _graded_intervention(episode)
+    return float(_post_correct(i)) if i and not _baseline_correct(episode) else None
+
+
+def _right_to_wrong_term(episode: Episode) -> float | None:
+    i = _graded_intervention(episode)
+    return float(not _post_correct(i)) if i and _baseline_correct(episode) else None
+
+
+def _leak_term(episode: Episode) -> float | None:
+    return float(episode.intervention.leaked) if episode.intervention else None
+
+
+TERMS: dict[str, Term] = {
+    "baseline_accuracy": lambda e: float(_baseline_correct(e)),
+    "phi": _phi_term,
+    "phi_correct": _phi_given_baseline_term(True),
+    "phi_incorrect": _phi_given_baseline_term(False),
+    "tau_abs": _tau_term("tau_abs"),
+    "tau_rel": _tau_term("tau_rel"),
+    "H": _helpfulness_term,
+    "wrong_to_right": _wrong_to_right_term,
+    "right_to_wrong": _right_to_wrong_term,
+    "leak_rate": _leak_term,
+}
+"""Every estimate of :func:`monitor_summary`, by its key: the per-episode term it averages."""
+
+
+def _terms(episodes: Records, term: Term) -> list[float]:
+    return [v for e in as_episodes(episodes) if (v := term(e)) is not None]
+
+
+def _metric(name: str) -> Callable[[Records], float]:
+    return lambda episodes: mean(_terms(episodes, TERMS[name]))
+
+
+phi = _metric("phi")
+tau_abs = _metric("tau_abs")
+tau_rel = _metric("tau_rel")
+helpfulness = _metric("H")
+wrong_to_right = _metric("wrong_to_right")
+right_to_wrong = _metric("right_to_wrong")
+baseline_accuracy = _metric("baseline_accuracy")
+"""Share of episodes whose unhelped baseline was right (what φ_correct conditions on)."""
+leak_rate = _metric("leak_rate")
+"""Share of interventions whose message leaked the answer."""
 
 
 def phi_given_baseline(episodes: Records, correct: bool) -> float:
-    return phi([e for e in as_episodes(episodes) if _baseline_correct(e) == correct])
-
-
-def tau_abs(episodes: Records) -> float:
-    return mean([i.tau_abs for e in as_episodes(episodes) if (i := e.applied_intervention)])
-
-
-def tau_rel(episodes: Records) -> float:
-    return mean([i.tau_rel for e in as_episodes(episodes) if (i := e.applied_intervention)])
-
-
-def helpfulness(episodes: Records) -> float:
-    return mean(
-        [
-            float(_post_correct(i)) - float(_baseline_correct(e))
-            for e in as_episodes(episodes)
-            if (i := _graded_intervention(e))
-        ]
-    )
-
-
-def wrong_to_right(episodes: Records) -> float:
-    return mean(
-        [
-            float(_post_correct(i))
-            for e in as_episodes(episodes)
-            if (i := _graded_intervention(e)) and not _baseline_correct(e)
-        ]
-    )
-
-
-def right_to_wrong(episodes: Records) -> float:
-    return mean(
-        [
-            float(not _post_correct(i))
-            for e in as_episodes(episodes)
-            if (i := _graded_intervention(e)) and _baseline_correct(e)
-        ]
-    )
-
-
-def baseline_accuracy(episodes: Records) -> float:
-    """Share of episodes whose unhelped baseline was right (what φ_correct conditions on)."""
-    return mean([float(_baseline_correct(e)) for e in as_episodes(episodes)])
-
-
-def leak_rate(episodes: Records) -> float:
-    """Share of interventions whose message leaked the answer."""
-    return mean([float(e.intervention.leaked) for e in as_episodes(episodes) if e.intervention])
+    return mean(_terms(episodes, _phi_given_baseline_term(correct)))
 
 
 MONITOR_METRICS: dict[str, Callable[[Records], float]] = {
-    "baseline_accuracy": baseline_accuracy,
-    "phi": phi,
-    "phi_correct": lambda es: phi_given_baseline(es, True),
-    "phi_incorrect": lambda es: phi_given_baseline(es, False),
-    "tau_abs": tau_abs,
-    "tau_rel": tau_rel,
-    "H": helpfulness,
-    "wrong_to_right": wrong_to_right,
-    "right_to_wrong": right_to_wrong,
+    name: _metric(name) for name in TERMS if name != "leak_rate"
 }
 
 LABELS = {
@@ -165,13 +177,16 @@ def monitor_summary(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> dict
     """All monitor metrics of one group of episodes, with CIs and counts."""
     usable, errors, failed = split_monitor_errors(episodes)
     groups = by_problem(usable)
-    summary = {name: bootstrap(groups, fn, samples) for name, fn in MONITOR_METRICS.items()}
+    resamples = ProblemResamples(groups, samples)
+    summary: dict[str, Any] = {
+        name: resamples.mean({p: _terms(runs, term) for p, runs in groups.items()})
+        for name, term in TERMS.items()
+    }
     summary["n_episodes"] = len(usable)
     summary["n_errors"] = errors
     summary["n_failed_continuations"] = failed
     summary["n_interventions"] = sum(1 for e in usable if e.intervention)
     summary["n_excluded"] = sum(1 for e in usable if e.intervention and e.intervention.excluded)
-    summary["leak_rate"] = bootstrap(groups, leak_rate, samples)
     return summary
 
 
@@ -287,8 +302,8 @@ COMPARISON_KEYS = [
 def per_problem(episodes: list[Episode], metric: str) -> dict[str, float]:
     """One monitor metric on each problem's episodes alone (problems where it is undefined left out)."""
     usable, _, _ = split_monitor_errors(episodes)
-    values = {p: MONITOR_METRICS[metric](runs) for p, runs in by_problem(usable).items()}
-    return {p: v for p, v in values.items() if not math.isnan(v)}
+    terms = {p: _terms(runs, TERMS[metric]) for p, runs in by_problem(usable).items()}
+    return {p: math.fsum(values) / len(values) for p, values in terms.items() if values}
 
 
 def condition_difference(

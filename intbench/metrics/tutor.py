@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, bootstrap, mean, problem_mean
+from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, ProblemResamples, mean, problem_mean
 from intbench.metrics.groups import Records, by_problem, group_by, split_errors, teacher_label
 from intbench.metrics.table import Table
 from intbench.records import Episode, as_episode, as_episodes
@@ -87,12 +87,17 @@ def tutor_summary(episodes: Records, solo: Records = (), samples: int = BOOTSTRA
     paired = sorted(set(solved) & set(alone))
     groups = by_problem(usable)
     messages = _messages(usable)
+    resamples = ProblemResamples(groups, samples)
     return {
         "solve_rate": problem_mean(solved, samples),
         "solo_rate": problem_mean({p: alone[p] for p in paired}, samples),
         "collaboration_gain": problem_mean({p: solved[p] - alone[p] for p in paired}, samples),
-        "withheld_per_message": bootstrap(groups, withheld_per_message, samples),
-        "withheld_per_episode": bootstrap(groups, withheld_per_episode, samples),
+        "withheld_per_message": resamples.mean(
+            {p: [float(w) for w in _messages(runs)] for p, runs in groups.items()}
+        ),
+        "withheld_per_episode": resamples.mean(
+            {p: [float(sum(_messages([e]))) for e in runs] for p, runs in groups.items()}
+        ),
         "n_episodes": len(usable),
         "n_problems": len(solved),
         "n_paired": len(paired),

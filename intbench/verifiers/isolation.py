@@ -188,6 +188,8 @@ class IsolatedPool:
         self._lock = threading.Lock()
         self._started = 0
         self._closed = False
+        self.queued = 0  # calls that found every worker busy
+        self.queue_wait_s = 0.0  # and the seconds they waited for one
         self.owner_pid = os.getpid()
         _live_pools.add(self)
 
@@ -198,14 +200,25 @@ class IsolatedPool:
         return worker
 
     def _checkout(self) -> _Worker:
+        """An idle worker if there is one, else a new one while the pool may grow, else
+        the first worker to come back (the time waited is counted in :attr:`queue_wait_s`)."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("IsolatedPool is closed")
+            try:
+                return self._idle.get_nowait()
+            except queue.Empty:
+                pass
             start_one = self._started < self.size
             if start_one:
                 self._started += 1
         if not start_one:
-            return self._idle.get()
+            waiting = time.perf_counter()
+            worker = self._idle.get()
+            with self._lock:
+                self.queued += 1
+                self.queue_wait_s += time.perf_counter() - waiting
+            return worker
         try:
             return self._new_worker()
         except BaseException:
@@ -227,6 +240,12 @@ class IsolatedPool:
             with self._lock:
                 self._started -= 1  # the next checkout starts one instead
             raise
+
+    def grow(self, size: int) -> None:
+        """Allow up to ``size`` workers (never fewer than now); they start on demand or
+        in :meth:`warm_up`."""
+        with self._lock:
+            self.size = max(self.size, size)
 
     def warm_up(self) -> None:
         """Start every worker now and wait until all are ready, so that the

@@ -275,12 +275,19 @@ def example_turns(domain: str, name: str) -> list[dict[str, str]]:
     example = registry.get_domain(domain).student_example
     if example is None or name not in EXAMPLE_PROMPTS:
         return []
+    return [dict(turn) for turn in _example_turns(domain, EXAMPLE_PROMPTS[name], example)]
+
+
+@functools.lru_cache(maxsize=256)
+def _example_turns(domain: str, prompt: str, example: tuple[str, str]) -> tuple[dict, dict]:
+    """The example's turns, rendered once per domain, prompt and example (every
+    student prompt of an episode repeats them)."""
     question, response = example
     problem = Problem(id=f"{domain}/example", domain=domain, question=question, answer="")
-    return [
-        {"role": "user", "content": render(domain, EXAMPLE_PROMPTS[name], problem=problem)},
+    return (
+        {"role": "user", "content": render(domain, prompt, problem=problem)},
         {"role": "assistant", "content": response},
-    ]
+    )
 
 
 def answer_format(domain: str, **variables: Any) -> str:
