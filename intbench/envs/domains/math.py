@@ -67,7 +67,7 @@ def boxed_math_domain(**spec: Any) -> Domain:
         # Feedback paper / Int-Bench math format: the final answer in \boxed{}.
         answer_format="End with exactly one final line containing your answer in the form \\boxed{your answer}.",
         verifier="intbench.verifiers.math:verify_math",
-        leak_check="intbench.verifiers.leakage:math_leaked",
+        leak_check="intbench.verifiers.leakage.math:math_leaked",
         procedural=True,
         procedural_variants=ProceduralVariants(
             make_variant="intbench.envs.domains.generators.math_problems:make_math_variant",
