@@ -20,7 +20,9 @@ def _math(key: str, question: str, answer: str) -> Problem:
     return Problem(id=f"math-{key}", domain="math", question=question, answer=answer)
 
 
-HALF = _math("half", "A fair coin is tossed once. What is the probability of heads?", "\\frac{1}{2}")
+HALF = _math(
+    "half", "A fair coin is tossed once. What is the probability of heads?", "\\frac{1}{2}"
+)
 TWELVE = _math("twelve", "Compute $3 \\cdot 4$.", "12")
 FIFTY_ONE = _math("fifty_one", "Compute $3 \\cdot 17$.", "51")
 NEGATIVE = _math("negative", "What is $7 - 25$?", "-18")
@@ -117,7 +119,9 @@ MATH_HINTS = [
 def _text(key: str, domain: str, answer: str, aliases: tuple[str, ...] = ()) -> Problem:
     fields = {"aliases": list(aliases)} if aliases else {}
     question = "Translate the sentence." if domain == "linguini" else "What am I?"
-    return Problem(id=f"{domain}-{key}", domain=domain, question=question, answer=answer, fields=fields)
+    return Problem(
+        id=f"{domain}-{key}", domain=domain, question=question, answer=answer, fields=fields
+    )
 
 
 KATA = _text("kata", "linguini", "Kata mirel dosu")
@@ -328,14 +332,15 @@ CODE_HINTS = [
     (FIBONACCI, "Keep only the last two numbers of the sequence."),
     (FIBONACCI, "fib(0) is 0 and fib(1) is 1."),
     (CLOSE, "Look closely at the comparison operator in the if statement."),
-    (CLOSE, "Your line `if abs(a - b) <= threshold:` is where to look: equal distances should not count."),
+    (
+        CLOSE,
+        "Your line `if abs(a - b) <= threshold:` is where to look: equal distances should not count.",
+    ),
     (EVEN_CPP, "Both parts must be even and positive; check the smallest weights."),
     (EVEN_CPP, "Odd weights can never be split into two even parts."),
 ]
 
-ARC = Problem(
-    id="arc-grid", domain="arc", question="q", answer=[[[7, 0, 7], [0, 7, 0], [7, 7, 0]]]
-)
+ARC = Problem(id="arc-grid", domain="arc", question="q", answer=[[[7, 0, 7], [0, 7, 0], [7, 7, 0]]])
 ARC_LEAKS = [
     (ARC, "[[7, 0, 7], [0, 7, 0], [7, 7, 0]]"),
     (ARC, "7 0 7\n0 7 0\n7 7 0"),
@@ -356,7 +361,11 @@ def _ids(cases):
 
 
 def test_the_sets_are_as_large_as_promised():
-    for leaks, hints in ((MATH_LEAKS, MATH_HINTS), (TEXT_LEAKS, TEXT_HINTS), (CODE_LEAKS, CODE_HINTS)):
+    for leaks, hints in (
+        (MATH_LEAKS, MATH_HINTS),
+        (TEXT_LEAKS, TEXT_HINTS),
+        (CODE_LEAKS, CODE_HINTS),
+    ):
         assert len(leaks) >= 40 and len({p.id for p, _ in leaks}) >= 8
         assert len(hints) >= 15
 

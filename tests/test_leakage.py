@@ -100,16 +100,22 @@ def test_the_math_detector_uses_the_verifiers_reading_of_the_reference():
 
 def test_a_statement_number_that_is_the_answer_still_leaks():
     # Copied expressions are exempt; the answer as the reference writes it is not.
-    eggs = Problem(id="e", domain="math", question="A box holds 12 eggs. How many eggs?", answer="12")
+    eggs = Problem(
+        id="e", domain="math", question="A box holds 12 eggs. How many eggs?", answer="12"
+    )
     assert answer_leaked(eggs, "It is 12.")
-    simplify = Problem(id="s", domain="math", question="Simplify $\\frac{6}{12}$.", answer="\\frac{1}{2}")
+    simplify = Problem(
+        id="s", domain="math", question="Simplify $\\frac{6}{12}$.", answer="\\frac{1}{2}"
+    )
     assert not answer_leaked(simplify, "Divide the top and bottom of \\frac{6}{12} by 6.")
     assert answer_leaked(simplify, "You get \\frac{1}{2}.")
 
 
 def test_pedagogical_reward_charges_a_boxed_decimal_leak():
     """Issue 37: ``\\boxed{0.5}`` for 1/2 was paid +0.90 under ``pedagogical`` with leaked = 0."""
-    half = Problem(id="h", domain="math", question="P(heads) for a fair coin?", answer="\\frac{1}{2}")
+    half = Problem(
+        id="h", domain="math", question="P(heads) for a fair coin?", answer="\\frac{1}{2}"
+    )
 
     def student(messages):
         update = "<update>" in messages[-1]["content"]

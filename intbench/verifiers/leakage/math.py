@@ -49,7 +49,9 @@ MAX_SPAN_CHARS = 120
 
 
 _FUNCTIONS = r"(?:sqrt|sin|cos|tan|log|ln|exp)(?![A-Za-z])"
-_RELATIONS = r"->|<=|>=|[=<>≤≥≠≈]|\\(?:le|ge|leq|geq|lt|gt|ne|neq|approx|to|implies|Rightarrow)(?![A-Za-z])"
+_RELATIONS = (
+    r"->|<=|>=|[=<>≤≥≠≈]|\\(?:le|ge|leq|geq|lt|gt|ne|neq|approx|to|implies|Rightarrow)(?![A-Za-z])"
+)
 _TOKEN = (
     r"\\[A-Za-z]+|[0-9]+(?:\.[0-9]+)?|" + _FUNCTIONS + r"|(?<![A-Za-z])[A-Za-z](?![A-Za-z])"
     r"|(?<=[0-9])[A-Za-z]{1,3}(?![A-Za-z])|" + _RELATIONS + r"|[-+*/^_()\[\]{}!%.,;|]"
@@ -61,7 +63,8 @@ _LIST_MARKER = re.compile(r"^[ \t]*(?:\(?[0-9]{1,2}[.)]|[-*•])[ \t]+", re.MULT
 # Prose that reads like single-letter variables: "i.e. 51.5" is not i*e*51.5.
 _ABBREVIATION = re.compile(r"\b(?:i\.e|e\.g|cf|vs)\.", re.IGNORECASE)
 _COMMAND = re.compile(r"\\[A-Za-z]+|" + _FUNCTIONS)
-_EDGE_PUNCTUATION = ".,;:!"
+_EDGE_PUNCTUATION = ".,;:"
+_DANGLING = "+-*/^=_"  # an operator at a span's end (or start, a sign aside) lost its operand
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
@@ -77,7 +80,12 @@ def _balanced(span: str) -> str:
             {"(": ")", "[": "]", "{": "}"}[span[0]]
         ):
             span, changed = span[1:].lstrip(), True
-        stripped = span.strip(_EDGE_PUNCTUATION).strip()
+        stripped = (
+            span.strip(_EDGE_PUNCTUATION)
+            .rstrip(_DANGLING)
+            .lstrip(_DANGLING.replace("-", ""))
+            .strip()
+        )
         changed = changed or stripped != span
         span = stripped
     return span
@@ -94,8 +102,14 @@ def candidate_spans(text: str) -> list[str]:
             pieces.extend(_ITEM_SPLIT.split(side))
         for piece in pieces:
             span = _balanced(piece)
-            if span and len(span) <= MAX_SPAN_CHARS and re.search(r"[0-9A-Za-z]", span):
-                seen.setdefault(span, None)
+            # "5!" is 120 or an exclaimed 5: both readings are candidates.
+            for reading in (span, _balanced(span.rstrip("!"))) if span.endswith("!") else (span,):
+                if (
+                    reading
+                    and len(reading) <= MAX_SPAN_CHARS
+                    and re.search(r"[0-9A-Za-z]", reading)
+                ):
+                    seen.setdefault(reading, None)
     return list(seen)
 
 
@@ -108,7 +122,9 @@ _PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 def _literal(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    return (
+        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    )
 
 
 def _readings(span: str) -> list[tuple[complex, ...]] | None:

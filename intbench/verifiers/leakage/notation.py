@@ -70,7 +70,8 @@ _OPERATOR_WORDS = {
     "plus": "+", "minus": "-", "negative": "-", "times": "*", "over": "/",
     "squared": "^{2}", "cubed": "^{3}", "percent": "%",
 }  # fmt: skip
-_WORD = re.compile(r"[A-Za-z]+|\S", re.ASCII)
+# Words, hyphens, and runs of anything else (one token per digit run keeps the scan short).
+_WORD = re.compile(r"[A-Za-z]+|-|[^\sA-Za-z-]+", re.ASCII)
 
 
 def _cardinal(words: list[str], start: int) -> tuple[int, int] | None:
@@ -174,8 +175,9 @@ def plain_math(text: str) -> str:
     text = _SUBSCRIPT_RUN.sub(lambda m: "_{" + m.group().translate(_SUBSCRIPTS) + "}", text)
     # "3½" is three and a half, not the 31/2 that NFKC would make of it.
     text = _VULGAR_FRACTION.sub(
-        lambda m: (m.group(1) + "+" if m.group(1) else "")
-        + unicodedata.normalize("NFKC", m.group(2)),
+        lambda m: (
+            (m.group(1) + "+" if m.group(1) else "") + unicodedata.normalize("NFKC", m.group(2))
+        ),
         text,
     )
     text = unicodedata.normalize("NFKC", text).translate(_SYMBOLS)
