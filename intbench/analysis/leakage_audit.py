@@ -8,8 +8,10 @@ and left out of every rate (and counted), never read as "no leak".
 
 Per teacher the summary gives the leak rate (and the full-leak rate) with
 95% bootstrap intervals that resample problems, and compares the judge with
-the overlap detector whose ``leaked`` flag the envs already wrote into the
-records: the agreement rate and the 2x2 counts.
+the verifier-based leak detector
+(:func:`~intbench.verifiers.leakage.answer_leaked`, run again on every
+message, so records written by an older detector are compared with the
+current one): the agreement rate and the 2x2 counts.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from intbench.envs.domains.prompting import render_messages
 from intbench.metrics import BOOTSTRAP_SAMPLES, Table, bootstrap, by_problem
 from intbench.records import Problem
 from intbench.rundir import RunDir
+from intbench.verifiers.leakage import answer_leaked
 
 LEAK_LEVELS = ("none", "partial", "full")
 ALL_TEACHERS = "all"
@@ -122,19 +125,21 @@ def audit_leakage(
     """Judge every message (one batched, cached pass) and return one row per message.
 
     A row holds the message's identity, ``level``, ``leaked``, ``explanation``,
-    the record's ``overlap_leaked``, the raw judge ``output`` and ``error``
-    (a missing problem, a failed call or unparsable output; then ``level`` and
-    ``leaked`` are ``None``).
+    ``detector_leaked`` (the leak detector's verdict), the raw judge ``output``
+    and ``error`` (a missing problem, a failed call or unparsable output; then
+    ``level`` and ``leaked`` are ``None``, and ``detector_leaked`` too when the
+    problem is missing).
     """
     items = list(messages)
     rows = [
-        item.row() | {"message": item.message, "overlap_leaked": item.overlap_leaked, "level": None,
+        item.row() | {"message": item.message, "detector_leaked": None, "level": None,
                       "leaked": None, "explanation": None, "output": None, "error": None}
         for item in items
     ]  # fmt: skip
     asked = []
     for row, item in zip(rows, items, strict=True):
         if item.problem_id in problems:
+            row["detector_leaked"] = answer_leaked(problems[item.problem_id], item.message)
             asked.append((row, leakage_prompt(item, problems[item.problem_id])))
         else:
             row["error"] = f"problem {item.problem_id!r} not found"
@@ -159,29 +164,26 @@ def _rate(rows: list[dict], flag) -> float:
 
 def _teacher_summary(rows: list[dict], samples: int) -> dict:
     judged = [r for r in rows if r["error"] is None]
-    compared = [r for r in judged if r["overlap_leaked"] is not None]
-    groups, compared_groups = by_problem(judged), by_problem(compared)
-    both = sum(1 for r in compared if r["leaked"] and r["overlap_leaked"])
-    llm_only = sum(1 for r in compared if r["leaked"] and not r["overlap_leaked"])
-    overlap_only = sum(1 for r in compared if not r["leaked"] and r["overlap_leaked"])
+    groups = by_problem(judged)
+    both = sum(1 for r in judged if r["leaked"] and r["detector_leaked"])
+    llm_only = sum(1 for r in judged if r["leaked"] and not r["detector_leaked"])
+    detector_only = sum(1 for r in judged if not r["leaked"] and r["detector_leaked"])
     return {
         "leak_rate": bootstrap(groups, lambda rs: _rate(rs, lambda r: r["leaked"]), samples),
         "full_leak_rate": bootstrap(
             groups, lambda rs: _rate(rs, lambda r: r["level"] == "full"), samples
         ),
-        "overlap_leak_rate": bootstrap(
-            compared_groups, lambda rs: _rate(rs, lambda r: r["overlap_leaked"]), samples
+        "detector_leak_rate": bootstrap(
+            groups, lambda rs: _rate(rs, lambda r: r["detector_leaked"]), samples
         ),
         "agreement": bootstrap(
-            compared_groups,
-            lambda rs: _rate(rs, lambda r: r["leaked"] == r["overlap_leaked"]),
-            samples,
+            groups, lambda rs: _rate(rs, lambda r: r["leaked"] == r["detector_leaked"]), samples
         ),
         "confusion": {
             "both": both,
             "llm_only": llm_only,
-            "overlap_only": overlap_only,
-            "neither": len(compared) - both - llm_only - overlap_only,
+            "detector_only": detector_only,
+            "neither": len(judged) - both - llm_only - detector_only,
         },
         "n_messages": len(rows),
         "n_judged": len(judged),
@@ -191,11 +193,11 @@ def _teacher_summary(rows: list[dict], samples: int) -> dict:
 
 
 def leakage_summary(rows: list[dict], samples: int = BOOTSTRAP_SAMPLES) -> dict[str, dict]:
-    """Per teacher (sorted, then ``"all"``): leak rates with CIs, agreement with the overlap flag, counts.
+    """Per teacher (sorted, then ``"all"``): leak rates with CIs, agreement with the detector, counts.
 
     Rates count only judged rows (``error`` is ``None``); ``n_errors`` says how
     many were left out.  ``agreement`` is the share of judged messages whose
-    LLM flag (partial or full) equals the overlap detector's flag.
+    LLM flag (partial or full) equals the leak detector's.
     """
     per_teacher: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
@@ -217,7 +219,7 @@ def leakage_table(summary: dict[str, dict]) -> Table:
             s["n_errors"],
             s["leak_rate"],
             s["full_leak_rate"],
-            s["overlap_leak_rate"],
+            s["detector_leak_rate"],
             s["agreement"],
         ]
         for teacher, s in summary.items()
@@ -225,9 +227,10 @@ def leakage_table(summary: dict[str, dict]) -> Table:
     return Table(
         name="leakage_audit",
         title="LLM leakage audit",
-        columns=["Teacher", "Messages", "Judge errors", "Leak rate", "Full leak rate", "Overlap leak rate",
-                 "Agreement (LLM vs overlap)"],
-        ids=["teacher", "messages", "judge_errors", "leak_rate", "full_leak_rate", "overlap_leak_rate", "agreement"],
+        columns=["Teacher", "Messages", "Judge errors", "Leak rate", "Full leak rate", "Detector leak rate",
+                 "Agreement (LLM vs detector)"],
+        ids=["teacher", "messages", "judge_errors", "leak_rate", "full_leak_rate", "detector_leak_rate",
+             "agreement"],
         rows=rows,
         note="Leak = the judge says Partial or Full. Rates over judged messages; judge errors are left out. "
         "95% bootstrap intervals resample problems.",

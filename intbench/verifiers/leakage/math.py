@@ -158,6 +158,8 @@ def math_leaked(problem: Problem, message: str) -> bool:
     for span in candidate_spans(plain_math(message)):
         if _letters(span) != wanted:
             continue
+        if not reference.relation and _RELATION_SPLIT.search(span):
+            continue  # the verifier rejects a relation for a plain reference; its sides are candidates
         readings = _readings(span) if reference_samples is not None else None
         if readings is not None and all(samples_differ(r, reference_samples) for r in readings):
             continue  # a different value: the verifier could not accept it
