@@ -22,7 +22,10 @@ from intbench.verifiers.leakage import answer_leaked
 from intbench.verifiers.text import canonical_answer, normalize_free_text
 
 MATH = Problem(
-    id="bench/mean", domain="math", question="What is the mean of 50 and 53?", answer="\\frac{103}{2}"
+    id="bench/mean",
+    domain="math",
+    question="What is the mean of 50 and 53?",
+    answer="\\frac{103}{2}",
 )
 TEXT = Problem(id="bench/piano", domain="brainteaser", question="What am I?", answer="a piano",
                fields={"aliases": ["piano"]})  # fmt: skip

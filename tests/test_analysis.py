@@ -507,7 +507,9 @@ def test_three_stage_pipeline_for_both_dimensions_and_table_1_by_hand(tmp_path, 
     assert "| Messages (categorised / uncategorised) |  | 4 / 0 | 2 / 2 | 6 / 2 |" in table
     leak_table = (folder / "intervention_leakage.md").read_text()
     assert "| Full solution revealed | All of it. | 0.250 | 0.250 | 0.250 |" in leak_table
-    detector = "| Flagged by the leak detector | a span the domain's verifier accepts as the answer |"
+    detector = (
+        "| Flagged by the leak detector | a span the domain's verifier accepts as the answer |"
+    )
     assert detector + " 0.250 | 0.250 | 0.250 |" in leak_table
     assert (folder / "intervention_leakage.csv").read_text().splitlines()[0] == (
         "category,description,hf:A/standard,hf:B/standard,all"

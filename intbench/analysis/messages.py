@@ -143,9 +143,7 @@ def _monitor_message(record: Episode) -> TeacherMessage | None:
     cut = intervention.tau_abs
     prefix = trace if cut is None else trace[:cut]
     teacher = teacher_label(record.teacher)
-    return _teacher_message(
-        record, "monitor", 0, teacher, message, baseline, prefix, trace, cut
-    )
+    return _teacher_message(record, "monitor", 0, teacher, message, baseline, prefix, trace, cut)
 
 
 def _feedback_messages(record: Episode) -> list[TeacherMessage]:

@@ -81,7 +81,10 @@ def redetect_leaks(record: Episode, problem: Problem) -> Episode:
         intervention = dataclasses.replace(intervention, leaked=leaked)
         return dataclasses.replace(record, intervention=intervention, reward_components=components)
     if record.protocol == "feedback":
-        turns = [dataclasses.replace(t, leaked=answer_leaked(problem, t.message)) for t in record.feedback]
+        turns = [
+            dataclasses.replace(t, leaked=answer_leaked(problem, t.message))
+            for t in record.feedback
+        ]
         return dataclasses.replace(record, feedback=turns)
     return record
 

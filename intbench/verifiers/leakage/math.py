@@ -25,12 +25,15 @@ What is *not* a leak, so that honest hints pass:
 Cost stays linear in the message: a candidate is at most
 :data:`MAX_SPAN_CHARS` characters, each character lies in a bounded number
 of candidates, and repeated candidates are graded once.  Most candidates
-never reach sympy: a candidate whose variables differ from the reference's
-cannot equal it (``x - x + 1/2`` for ``1/2`` is not caught, a documented
-limit), and plain arithmetic (``3*17``, ``\\frac{103}{2}``, ``2^{10}``) is
-evaluated exactly in process and its value graded on the verifier's fast
-path.  A grading error or timeout counts as a leak (fail closed: a message
-the verifier cannot clear is not paid as honest).
+never reach the verifier's sympy worker: one whose variables differ from the
+reference's cannot equal it (``x - x + 1/2`` for ``1/2`` is not caught, a
+documented limit); one whose values at fixed sample points differ from the
+reference's cannot either (:mod:`.expressions`); a relation such as
+``84 = 2^2*3*7`` is rejected by the verifier for a reference without one,
+and its sides are candidates of their own; plain arithmetic (``3*17``,
+``\\frac{103}{2}``, ``2^{10}``) is evaluated exactly in process and its value
+graded on the verifier's fast path.  A grading error or timeout counts as a
+leak (fail closed: a message the verifier cannot clear is not paid as honest).
 """
 
 from __future__ import annotations
