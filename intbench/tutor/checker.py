@@ -54,11 +54,12 @@ _INLINE_CODE = re.compile(
     r"""\bdef\s+\w+\s*\([^)\n]*\)\s*(?:->[^:\n]*)?:
       | \blambda(?:\s+\w+(?:\s*,\s*\w+)*)?\s*:
       | \bfor\s+\w+(?:\s*,\s*\w+)*\s+in\s+[\w.]+(?:\([^()\n]*\)|\[[^\]\n]*\])?\s*:
-      | \b(?:while|if)\s+[^:\n]{0,80}(?:[<>!=]=|[<>%]|\bnot\b)[^:\n]{0,80}:\s*\S
+      | \b(?:while|if)\s+(?P<condition>[^:\n]{1,80}+):\s*\S
       | \breturn\s+\w+(?:\.\w+)*\s*[(\[]
       | \breturn\s+\w+\s*(?:[-+*/%<>]|==|!=)""",
     re.VERBOSE,
 )
+_CONDITION = re.compile(r"[<>!=]=|[<>%]|\bnot\b")
 _BACKTICKS = re.compile(r"`([^`\n]{1,200})`")  # bounded: each span is searched again
 # What makes backticked text code rather than a name: a statement keyword, an
 # assignment, an operation between operands, or a call with arguments.
@@ -72,15 +73,16 @@ _CODE_INSIDE = re.compile(
 # A calculation with its result: operands joined by operators, then "=", "is",
 # "gives", an arrow..., then a number.  After plain_math every notation
 # (·, ×, ＝, →, number words) reads the same.
-_NUMBER = r"\d{1,40}(?:\.\d{1,40})?"
+_NUMBER = r"\d{1,40}+(?:\.\d{1,40}+)?"  # possessive: a digit run is read once
 _FRACTION = r"\\frac\{[^{}]{1,40}\}\{[^{}]{1,40}\}"
 _GAP = r"[ \t]{0,3}"
 # Operands start at the start of a number, so a long digit run is read once (linear time).
 _OPERAND = rf"\(?{_GAP}-?(?:(?<![\d.]){_NUMBER}|{_FRACTION})(?:\^\{{?-?\d{{1,4}}\}}?)?{_GAP}\)?"
 _OPERATOR = r"(?:[-+*/^]|\\cdot|\\times|\\div)"
 _RESULT = r"(?:=|->|≈|\\approx|\bis\b|\bequals\b|\bgives\b|\bmakes\b|\byields\b)"
+_RESULT_MARKER = re.compile(_RESULT, re.IGNORECASE)  # no result stated: nothing was worked out
 _CALCULATION = re.compile(
-    rf"{_OPERAND}(?:{_GAP}{_OPERATOR}{_GAP}{_OPERAND}){{1,8}}{_GAP}{_RESULT}{_GAP}-?\d"
+    rf"{_OPERAND}(?:{_GAP}{_OPERATOR}{_GAP}{_OPERAND}){{1,8}}+{_GAP}{_RESULT}{_GAP}-?\d"
     rf"|\d{_GAP}->{_GAP}-?\d"  # a chain of results: 17 -> 34 -> 51
     rf"|{_FRACTION}{_GAP}{_RESULT}{_GAP}-?\d"
     rf"|\d{_GAP}={_GAP}{_OPERAND}{_GAP}{_OPERATOR}{_GAP}{_OPERAND}",  # the result first: 51 = 3*17
@@ -90,14 +92,20 @@ _CALCULATION = re.compile(
 
 def contains_code(message: str) -> bool:
     """Whether ``message`` holds code in any form (see the module docstring)."""
-    if _FENCE.search(message) or _CODE_LINE.search(message) or _INLINE_CODE.search(message):
+    if _FENCE.search(message) or _CODE_LINE.search(message):
         return True
+    for match in _INLINE_CODE.finditer(message):
+        condition = match.group("condition")
+        # A loop or test one-liner is code when its condition is (x > m, n % 2, not seen).
+        if condition is None or _CONDITION.search(condition):
+            return True
     return any(_CODE_INSIDE.search(inline) for inline in _BACKTICKS.findall(message))
 
 
 def contains_calculation(message: str) -> bool:
     """Whether ``message`` works out a calculation and states its result, in any notation."""
-    return _CALCULATION.search(plain_math(message)) is not None
+    text = plain_math(message)
+    return _RESULT_MARKER.search(text) is not None and _CALCULATION.search(text) is not None
 
 
 @dataclass

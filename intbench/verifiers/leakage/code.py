@@ -21,10 +21,10 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
-import unicodedata
 from functools import lru_cache
 
 from intbench.records import Problem
+from intbench.verifiers.leakage.notation import fold
 
 MIN_TOKENS = 5
 """Shortest statement (in tokens) that counts as logic; shorter ones occur in any code."""
@@ -53,7 +53,7 @@ def code_tokens(text: str) -> list[str]:
     """``text`` as code tokens, names that are not keywords, builtins or attributes as ``ID``."""
     tokens = []
     previous = ""
-    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text)):
+    for match in _TOKEN.finditer(fold(text)):
         token = match.group()
         if (token[0].isalpha() or token[0] == "_") and token not in _KEPT and previous != ".":
             token = "ID"

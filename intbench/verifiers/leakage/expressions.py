@@ -33,6 +33,7 @@ RELATIVE_TOLERANCE = 1e-9
 
 _TOKEN = re.compile(r"\s*(\\[A-Za-z]+|[0-9]+(?:\.[0-9]+)?|[A-Za-z]|[-+*/^!(){}\[\]])")
 _DROPPED = re.compile(r"\\(?:left|right|displaystyle|[,;!: ])(?![A-Za-z])")
+_DIGIT_GROUPING = re.compile(r"(?<=[0-9])\s+(?=[0-9])")
 _ALIASES = {"\\cdot": "*", "\\times": "*", "\\div": "/", "\\dfrac": "\\frac", "\\tfrac": "\\frac"}
 _ATOM_START = re.compile(r"[0-9A-Za-z({\[]|\\(?:frac|sqrt|binom|pi)$")
 _CLOSERS = {"(": ")", "{": "}", "[": "]"}
@@ -44,7 +45,8 @@ class Unreadable(Exception):
 
 def parse(span: str) -> tuple:
     """The expression tree of ``span``; raises :class:`Unreadable`."""
-    span = _DROPPED.sub(" ", span)
+    # Spaces between digits group them, as the verifier reads them (32 349 is 32349).
+    span = _DIGIT_GROUPING.sub("", _DROPPED.sub(" ", span))
     tokens, position = [], 0
     for match in _TOKEN.finditer(span):
         if match.start() != position:

@@ -12,9 +12,9 @@ with numbers.  Linear in the message's length per grid row.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from intbench.records import Problem
+from intbench.verifiers.leakage.notation import fold
 
 MIN_CELLS = 4
 
@@ -31,7 +31,7 @@ def _rows_in_order(rows: list[str], digits: str) -> bool:
 
 def grid_leaked(problem: Problem, message: str) -> bool:
     """Whether some expected output grid of ``problem`` is written out in ``message``."""
-    digits = re.sub(r"[^0-9]", "", unicodedata.normalize("NFKC", message))
+    digits = re.sub(r"[^0-9]", "", fold(message))
     for grid in problem.answer or []:
         rows = ["".join(str(cell) for cell in row) for row in grid]
         if sum(len(row) for row in rows) >= MIN_CELLS and _rows_in_order(rows, digits):

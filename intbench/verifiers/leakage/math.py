@@ -104,6 +104,8 @@ def candidate_spans(text: str) -> list[str]:
             pieces.append(side)
             pieces.extend(_ITEM_SPLIT.split(side))
         for piece in pieces:
+            if len(piece) > 2 * MAX_SPAN_CHARS:
+                continue  # too long to be a candidate even after trimming
             span = _balanced(piece)
             # "5!" is 120 or an exclaimed 5: both readings are candidates.
             for reading in (span, _balanced(span.rstrip("!"))) if span.endswith("!") else (span,):

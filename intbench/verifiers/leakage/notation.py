@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
 _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
@@ -43,6 +44,7 @@ _SYMBOLS = str.maketrans(
     }
 )
 _NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]")  # soft hyphen, zero-width marks
 _SQRT_SIGN = re.compile(r"(?:√|(?<!\\)\bsqrt)\s*(\d+(?:\.\d+)?|\(([^()\n]{0,60})\)|[a-zA-Z])")
 _LATEX_DELIMITERS = re.compile(r"\$+|\\[()\[\]]")
 _VULGAR_FRACTION = re.compile("([0-9])?([\u00bc-\u00be\u2150-\u215e])")
@@ -71,6 +73,10 @@ _OPERATOR_WORDS = {
     "squared": "^{2}", "cubed": "^{3}", "percent": "%",
 }  # fmt: skip
 # Words, hyphens, and runs of anything else (one token per digit run keeps the scan short).
+_ANY_NUMBER_WORD = re.compile(
+    r"\b(?:" + "|".join([*_UNITS, *_TENS, *_DENOMINATORS, *_OPERATOR_WORDS]) + r")\b",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[A-Za-z]+|-|[^\sA-Za-z-]+", re.ASCII)
 
 
@@ -130,6 +136,8 @@ def _spoken_number(words: list[str], i: int) -> tuple[str, int] | None:
 
 def _spell_out_numbers(text: str) -> str:
     """Replace spelled-out numbers and operator words by numerals and symbols."""
+    if not _ANY_NUMBER_WORD.search(text):
+        return text  # the usual case, decided by one regex scan
     tokens = list(_WORD.finditer(text))
     words = [m.group().lower() for m in tokens]
     pieces, last, i = [], 0, 0
@@ -162,6 +170,13 @@ def _next_is_number(words: list[str], i: int) -> bool:
     return following[0].isdigit() or _is_number_word(following) or following == "a"
 
 
+def fold(text: str) -> str:
+    """Unicode compatibility folding (full-width forms, ligatures) without invisible characters,
+    so that ``pi\\u200bano`` and ``ｐｉａｎｏ`` read as ``piano``."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+
+
+@lru_cache(maxsize=16)  # the tutor checker reads one message with several rules
 def plain_math(text: str) -> str:
     """``text`` with every number and operator written in ASCII math notation.
 
@@ -180,7 +195,7 @@ def plain_math(text: str) -> str:
         ),
         text,
     )
-    text = unicodedata.normalize("NFKC", text).translate(_SYMBOLS)
+    text = fold(text).translate(_SYMBOLS)
     text = _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(), 0)), text)
     text = _SQRT_SIGN.sub(lambda m: "\\sqrt{" + (m.group(2) or m.group(1)) + "}", text)
     text = _LATEX_DELIMITERS.sub(" ", text)

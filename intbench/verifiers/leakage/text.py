@@ -16,9 +16,9 @@ answer of four or more letters also leaks spelled out letter by letter
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from intbench.records import Problem
+from intbench.verifiers.leakage.notation import fold
 from intbench.verifiers.text import canonical_answer, normalize_free_text, reference_answers
 
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+(?=\w)")
@@ -34,7 +34,7 @@ def _reference_words(reference: str) -> str:
 
 def text_leaked(problem: Problem, message: str) -> bool:
     """Whether the reference answer or an alias appears in ``message`` as whole words."""
-    folded = unicodedata.normalize("NFKC", message)
+    folded = fold(message)
     text = " " + _SEPARATORS.sub(" ", normalize_free_text(folded)) + " "
     # A comma matters only inside a list answer ("a,b"); elsewhere it ends a word.
     plain = text.replace(",", " ")
