@@ -43,6 +43,15 @@ WITHHELD = [
     (MAXIMUM, "Just `return max(l)`."),
     (MAXIMUM, "for x in l: best = max(best, x)"),
 ]
+# More forms of the same: each must be withheld too.
+MORE_WITHHELD = [
+    (MAXIMUM, "if not l: return None; if x > m: m = x"),
+    (MAXIMUM, "while i < n: i += 1"),
+    (MAXIMUM, "Try `m = max(m, x)` in the loop."),
+    (MAXIMUM, "def f(l) -> int: return sorted(l)[-1]"),
+    (PRODUCT, "51 = 3 × 17, so you are done."),
+    (PRODUCT, "Seventeen plus seventeen is thirty-four."),
+]
 
 LEGITIMATE = [
     (PRODUCT, "Think of 17 * 3 as 17 * 2 plus one more 17."),
@@ -56,6 +65,7 @@ LEGITIMATE = [
     (MAXIMUM, "If the list is empty, what should the function return?"),
     (MAXIMUM, "Sorting works but is slower; is `sorted()` really needed?"),
     (MAXIMUM, "Use a hash map; it gives O(n) time."),
+    (MAXIMUM, "Aim for `O(n log n)` by sorting first, or `O(n)` with one pass."),
     (MAXIMUM, "What happens while the window is too large: can you shrink it?"),
 ]
 
@@ -63,6 +73,11 @@ LEGITIMATE = [
 @pytest.mark.parametrize("problem,note", WITHHELD, ids=[n for _, n in WITHHELD])
 def test_solution_and_calculation_notes_are_withheld(problem, note):
     assert len(WITHHELD) == 13
+    assert rules_check(problem, note).leak
+
+
+@pytest.mark.parametrize("problem,note", MORE_WITHHELD, ids=[n for _, n in MORE_WITHHELD])
+def test_more_forms_are_withheld(problem, note):
     assert rules_check(problem, note).leak
 
 

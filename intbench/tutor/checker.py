@@ -54,7 +54,7 @@ _INLINE_CODE = re.compile(
     r"""\bdef\s+\w+\s*\([^)\n]*\)\s*(?:->[^:\n]*)?:
       | \blambda(?:\s+\w+(?:\s*,\s*\w+)*)?\s*:
       | \bfor\s+\w+(?:\s*,\s*\w+)*\s+in\s+[\w.]+(?:\([^()\n]*\)|\[[^\]\n]*\])?\s*:
-      | \b(?:while|if)\s+(?P<condition>[^:\n]{1,80}+):\s*\S
+      | \b(?:while|if)\s+(?P<condition>[^:\n]{1,80}+):(?=\s*\S)
       | \breturn\s+\w+(?:\.\w+)*\s*[(\[]
       | \breturn\s+\w+\s*(?:[-+*/%<>]|==|!=)""",
     re.VERBOSE,
@@ -67,7 +67,7 @@ _CODE_INSIDE = re.compile(
     r"""\b(?:return|yield|lambda|def|import|print|while|for\s+\w+\s+in)\b
       | \w[\w.\]\[]{0,40}\s*(?:[-+*/%]|//)?=(?!=)
       | \w\s*(?:==|!=|<=|>=|//|[-+*/%<>])\s*[\w(]
-      | \w\s*\([^()]+\)""",
+      | \b(?!O\s*\()\w+\s*\([^()]+\)  # a call with arguments, not big-O""",
     re.VERBOSE,
 )
 # A calculation with its result: operands joined by operators, then "=", "is",
