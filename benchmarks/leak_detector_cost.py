@@ -8,7 +8,7 @@ baseline).  The time per character staying flat as the message grows shows
 the linear cost; the ratio column is the price of reading every span with
 the verifier.
 
-    python benchmarks/leak_detector_cost.py [--lengths 500 2000 8000 32000] [--repeats 7]
+    python benchmarks/leak_detector_cost.py [--lengths 500 2000 8000 32000 128000] [--repeats 7]
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def seconds(check, problem: Problem, message: str, repeats: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lengths", type=int, nargs="+", default=[500, 2000, 8000, 32000])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[500, 2000, 8000, 32000, 128000])
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     for _, problem, hint, _ in CASES:  # warm up: imports, caches

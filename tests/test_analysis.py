@@ -218,6 +218,8 @@ def test_leak_rates_agreement_and_counts_by_hand(tmp_path, cache):
     assert b["leak_rate"].n == 1 and math.isnan(b["leak_rate"].low)  # one problem: no interval
     assert everyone["leak_rate"].value == pytest.approx(3 / 5) and everyone["n_errors"] == 1
     assert audit.n_error_episodes == 1 and audit.judge_calls == 6
+    # the audit runs the detector again: a3's record says leaked, its message gives nothing away
+    assert {r["key"]: r for r in audit.rows}["a3:0"]["detector_leaked"] is False
 
     # the judge saw the reference and the student's answer before each message
     assert "SOLUTION-0" in prompts[0] and "Final answer: 5" in prompts[0] and "\n9\n" in prompts[0]
