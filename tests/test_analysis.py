@@ -88,8 +88,9 @@ def leak_judge(messages: list[dict]) -> str:
     return f"Leaked: {leaked}\nExplanation: scripted."
 
 
-# teacher A (monitor): True, False, True, unreadable; overlap flags T, F, F, T
-# teacher B (feedback, one episode): False, (no message), True; overlap flags F, -, T
+# teacher A (monitor): True, False, True, unreadable; detector flags T, F, F, F
+# teacher B (feedback, one episode): False, (no message), True; detector flags F, -, T
+# (the records' own flags are not read: the audit runs the detector again)
 AUDIT_RECORDS = [
     monitor_record("a0", "p0", "hf:A", "The answer is 5.", True),
     monitor_record("a1", "p1", "hf:A", "Check the carry.", False),
@@ -209,9 +210,9 @@ def test_leak_rates_agreement_and_counts_by_hand(tmp_path, cache):
     assert tuple(a[k] for k in counts) == (4, 4, 1, 0)
     # A.6: leaks / all judge responses, the unreadable reply included: 2 / 4
     assert a["leak_rate"].value == pytest.approx(2 / 4)
-    assert a["overlap_leak_rate"].value == pytest.approx(1 / 3)
+    assert a["detector_leak_rate"].value == pytest.approx(1 / 3)
     assert a["agreement"].value == pytest.approx(2 / 3)  # over the 3 readable replies
-    assert a["confusion"] == {"both": 1, "llm_only": 1, "overlap_only": 0, "neither": 1}
+    assert a["confusion"] == {"both": 1, "llm_only": 1, "detector_only": 0, "neither": 1}
     assert (
         a["leak_rate"].low <= a["leak_rate"].value <= a["leak_rate"].high and a["leak_rate"].n == 4
     )
@@ -219,6 +220,8 @@ def test_leak_rates_agreement_and_counts_by_hand(tmp_path, cache):
     assert b["leak_rate"].n == 1 and math.isnan(b["leak_rate"].low)  # one problem: no interval
     assert everyone["leak_rate"].value == pytest.approx(3 / 6) and everyone["n_unreadable"] == 1
     assert audit.n_error_episodes == 1 and audit.judge_calls == 6
+    # the audit runs the detector again: a3's record says leaked, its message gives nothing away
+    assert {r["key"]: r for r in audit.rows}["a3:0"]["detector_leaked"] is False
 
     # the judge saw the reference and the student's answer before each message
     assert "SOLUTION-0" in prompts[0] and "Final answer: 5" in prompts[0] and "\n9\n" in prompts[0]
@@ -336,7 +339,7 @@ def test_problems_are_rebuilt_from_a_real_run(tmp_path, cache, monkeypatch):
 
     audit = run_leakage_audit(tmp_path / "run", ScriptedBackend(judge), cache=cache, samples=10)
     assert len(audit.rows) == 3 and all(
-        r["leaked"] is False and r["overlap_leaked"] is False for r in audit.rows
+        r["leaked"] is False and r["detector_leaked"] is False for r in audit.rows
     )
     assert audit.summary["at:0.5?message=Check your last step."]["agreement"].value == 1.0
     assert all("Final answer:" in prompt for prompt in seen)  # the rebuilt problems' references
@@ -514,6 +517,7 @@ def test_three_stage_pipeline_for_both_dimensions_and_table_1_by_hand(tmp_path, 
     assert rows["b3:0"]["role_category"] is None
     assert "not one of" in rows["b3:0"]["errors"]["role_relabel"]
     assert rows["a1:0"]["leakage_category"] == "Full solution revealed"
+    assert rows["a1:0"]["detector_leaked"] is True and rows["a0:0"]["detector_leaked"] is False
 
     role = category_shares(result.result.rows, taxonomies["role"], "role")
     a, b = role["hf:A/standard"], role["hf:B/standard"]
@@ -531,6 +535,10 @@ def test_three_stage_pipeline_for_both_dimensions_and_table_1_by_hand(tmp_path, 
     assert "| Messages (categorised / uncategorised) |  | 4 / 0 | 2 / 2 | 6 / 2 |" in table
     leak_table = (folder / "intervention_leakage.md").read_text()
     assert "| Full solution revealed | All of it. | 0.250 | 0.250 | 0.250 |" in leak_table
+    detector = (
+        "| Flagged by the leak detector | a span the domain's verifier accepts as the answer |"
+    )
+    assert detector + " 0.250 | 0.250 | 0.250 |" in leak_table
     assert (folder / "intervention_leakage.csv").read_text().splitlines()[0] == (
         "category,description,hf:A/standard,hf:B/standard,all"
     )

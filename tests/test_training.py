@@ -571,6 +571,31 @@ def test_sft_filter_selects_and_rejects():
         select_records([helpful], "best")
 
 
+def test_sft_filter_judges_leaks_by_the_current_detector():
+    """A record written with leaked = 0 (an older detector) is still dropped when its message leaks."""
+    from intbench.records import Episode, FeedbackTurn, Intervention, Problem
+    from intbench.training.sft import select_records
+
+    half = Problem(id="p", domain="math", question="P(heads)?", answer="\\frac{1}{2}")
+    told = Episode(
+        protocol="monitor", problem_id="p", domain="math", student="s",
+        intervention=Intervention(message="\\boxed{0.5}", tau_abs=10, leaked=False),
+        reward_components={"helpfulness": 1.0, "leaked": 0.0},
+    )  # fmt: skip
+    taught = Episode(
+        protocol="monitor", problem_id="p", domain="math", student="s",
+        intervention=Intervention(message="Count the faces of the coin.", tau_abs=10),
+        reward_components={"helpfulness": 1.0, "leaked": 0.0},
+    )  # fmt: skip
+    feedback = Episode(
+        protocol="feedback", problem_id="p", domain="math", student="s", solved_at=2,
+        feedback=[FeedbackTurn(turn=1, message="It is 50%.", source="teacher")],
+    )  # fmt: skip
+    assert select_records([told, taught, feedback]) == [told, taught, feedback]
+    kept = select_records([told, taught, feedback], problems={"p": half})
+    assert [r.intervention.message for r in kept] == ["Count the faces of the coin."]
+
+
 def test_cli_rejects_a_bad_config(tmp_path, capsys):
     import argparse
 

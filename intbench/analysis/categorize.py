@@ -19,7 +19,10 @@ Every teacher message is categorised along two dimensions, each in three stages:
    category of that dimension's taxonomy (``categorize_relabel``).
 
 The result is the paper's Table 1: per dimension, for each category and
-teacher (and condition), the share of the teacher's messages in it.  A
+teacher (and condition), the share of the teacher's messages in it.  Every
+row also carries ``detector_leaked``, the verifier-based leak detector's
+verdict (:func:`~intbench.verifiers.leakage.answer_leaked`), and Table 1(b)
+ends with the share of messages it flags, next to the judge's categories.  A
 taxonomy can be given per dimension (``taxonomy=``, or ``"paper"`` for Table
 1's category names), which skips stage 2 for that dimension, so that several
 runs are compared in the same categories.  Unparsable stage-1/3 output is
@@ -55,6 +58,7 @@ from intbench.envs.domains.prompting import render_messages
 from intbench.metrics import Table
 from intbench.records import Problem
 from intbench.rundir import RunDir
+from intbench.verifiers.leakage import answer_leaked
 
 CLUSTER_SAMPLING = SamplingParams(temperature=0.0, max_tokens=1024)
 DEFAULT_MAX_LABELS = 200
@@ -347,7 +351,9 @@ def categorize_messages(
     items = list(messages)
     rows = []
     for item in items:
-        row = item.row() | {"message": item.message, "errors": {}}
+        problem = problems.get(item.problem_id)
+        row = item.row() | {"message": item.message, "errors": {}, "detector_leaked":
+                            None if problem is None else answer_leaked(problem, item.message)}  # fmt: skip
         for dimension in DIMENSIONS:
             row[f"{dimension.name}_reason"] = row[f"{dimension.name}_category"] = None
         rows.append(row)
@@ -446,6 +452,13 @@ def category_shares(
     return result
 
 
+def _detector_share(rows: list[dict], group: str) -> float:
+    """The share of ``group``'s messages (with a known problem) that the leak detector flags."""
+    members = [r for r in rows if group in (ALL_TEACHERS, group_label(r))]
+    checked = [r["detector_leaked"] for r in members if r.get("detector_leaked") is not None]
+    return sum(checked) / len(checked) if checked else float("nan")
+
+
 def category_table(rows: list[dict], taxonomy: list[dict], dimension: str = "role") -> Table:
     """Table 1(a) (``role``) or 1(b) (``leakage``): category x teacher, the share of messages."""
     spec = BY_NAME[dimension]
@@ -458,6 +471,11 @@ def category_table(rows: list[dict], taxonomy: list[dict], dimension: str = "rol
         table_rows.append(
             [category["name"], category["description"]]
             + [shares[g]["categories"][category["name"]]["share"] for g in groups]
+        )
+    if dimension == "leakage":
+        table_rows.append(
+            ["Flagged by the leak detector", "a span the domain's verifier accepts as the answer"]
+            + [_detector_share(rows, g) for g in groups]
         )
     table_rows.append(
         ["Messages (categorised / uncategorised)", ""]

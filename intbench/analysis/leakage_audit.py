@@ -9,9 +9,10 @@ it is never silently dropped.  Messages without a response (a failed call, a
 problem that could not be rebuilt) are counted as ``n_errors`` and are in no rate.
 
 Per teacher the summary gives the leak rate with 95% bootstrap intervals that
-resample problems, and compares the judge with the overlap detector whose
-``leaked`` flag the envs already wrote into the records: the agreement rate and
-the 2x2 counts over readable replies.
+resample problems, and compares the judge with the verifier-based leak detector
+(:func:`~intbench.verifiers.leakage.answer_leaked`, run again on every message,
+so records written by an older detector are compared with the current one): the
+agreement rate and the 2x2 counts over readable replies.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from intbench.envs.domains.prompting import render_messages
 from intbench.metrics import BOOTSTRAP_SAMPLES, Table, bootstrap, by_problem
 from intbench.records import Problem
 from intbench.rundir import RunDir
+from intbench.verifiers.leakage import answer_leaked
 
 VERDICTS = {"true": True, "false": False}
 ALL_TEACHERS = "all"
@@ -117,20 +119,21 @@ def audit_leakage(
     """Judge every message (one batched, cached pass) and return one row per message.
 
     A row holds the message's identity, ``leaked``, ``explanation``, the
-    record's ``overlap_leaked``, the raw judge ``output`` (``None`` when no reply
+    ``detector_leaked`` (the leak detector's verdict), the raw judge ``output`` (``None`` when no reply
     came), ``unreadable`` (a reply came but says neither True nor False) and
     ``error`` (a missing problem, a failed call or an unreadable reply; then
     ``leaked`` is ``None``).
     """
     items = list(messages)
     rows = [
-        item.row() | {"message": item.message, "overlap_leaked": item.overlap_leaked,
+        item.row() | {"message": item.message, "detector_leaked": None,
                       "leaked": None, "unreadable": False, "explanation": None, "output": None, "error": None}
         for item in items
     ]  # fmt: skip
     asked = []
     for row, item in zip(rows, items, strict=True):
         if item.problem_id in problems:
+            row["detector_leaked"] = answer_leaked(problems[item.problem_id], item.message)
             asked.append((row, leakage_prompt(item, problems[item.problem_id])))
         else:
             row["error"] = f"problem {item.problem_id!r} not found"
@@ -156,29 +159,29 @@ def _rate(rows: list[dict], flag) -> float:
 def _teacher_summary(rows: list[dict], samples: int) -> dict:
     responses = [r for r in rows if r["output"] is not None]
     readable = [r for r in responses if not r["unreadable"]]
-    compared = [r for r in readable if r["overlap_leaked"] is not None]
+    compared = [r for r in readable if r["detector_leaked"] is not None]
     groups, compared_groups = by_problem(responses), by_problem(compared)
-    both = sum(1 for r in compared if r["leaked"] and r["overlap_leaked"])
-    llm_only = sum(1 for r in compared if r["leaked"] and not r["overlap_leaked"])
-    overlap_only = sum(1 for r in compared if not r["leaked"] and r["overlap_leaked"])
+    both = sum(1 for r in compared if r["leaked"] and r["detector_leaked"])
+    llm_only = sum(1 for r in compared if r["leaked"] and not r["detector_leaked"])
+    detector_only = sum(1 for r in compared if not r["leaked"] and r["detector_leaked"])
     return {
         # A.6: identified leaks / all judge responses (an unreadable reply identifies none).
         "leak_rate": bootstrap(
             groups, lambda rs: _rate(rs, lambda r: r["leaked"] is True), samples
         ),
-        "overlap_leak_rate": bootstrap(
-            compared_groups, lambda rs: _rate(rs, lambda r: r["overlap_leaked"]), samples
+        "detector_leak_rate": bootstrap(
+            compared_groups, lambda rs: _rate(rs, lambda r: r["detector_leaked"]), samples
         ),
         "agreement": bootstrap(
             compared_groups,
-            lambda rs: _rate(rs, lambda r: r["leaked"] == r["overlap_leaked"]),
+            lambda rs: _rate(rs, lambda r: r["leaked"] == r["detector_leaked"]),
             samples,
         ),
         "confusion": {
             "both": both,
             "llm_only": llm_only,
-            "overlap_only": overlap_only,
-            "neither": len(compared) - both - llm_only - overlap_only,
+            "detector_only": detector_only,
+            "neither": len(compared) - both - llm_only - detector_only,
         },
         "n_messages": len(rows),
         "n_responses": len(responses),
@@ -189,12 +192,12 @@ def _teacher_summary(rows: list[dict], samples: int) -> dict:
 
 
 def leakage_summary(rows: list[dict], samples: int = BOOTSTRAP_SAMPLES) -> dict[str, dict]:
-    """Per teacher (sorted, then ``"all"``): leak rates with CIs, agreement with the overlap flag, counts.
+    """Per teacher (sorted, then ``"all"``): leak rates with CIs, agreement with the detector, counts.
 
     The leak rate counts every judge response (``n_responses``), unreadable
     ones (``n_unreadable``) included; messages without one (``n_errors``) are
     left out.  ``agreement`` is the share of readable replies whose verdict
-    equals the overlap detector's flag.
+    equals the leak detector's.
     """
     per_teacher: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
@@ -217,7 +220,7 @@ def leakage_table(summary: dict[str, dict]) -> Table:
             s["n_unreadable"],
             s["n_errors"],
             s["leak_rate"],
-            s["overlap_leak_rate"],
+            s["detector_leak_rate"],
             s["agreement"],
         ]
         for teacher, s in summary.items()
@@ -226,9 +229,9 @@ def leakage_table(summary: dict[str, dict]) -> Table:
         name="leakage_audit",
         title="LLM leakage audit",
         columns=["Teacher", "Messages", "Judge responses", "Unreadable replies", "Judge errors",
-                 "Leak rate", "Overlap leak rate", "Agreement (LLM vs overlap)"],
+                 "Leak rate", "Detector leak rate", "Agreement (LLM vs detector)"],
         ids=["teacher", "messages", "judge_responses", "unreadable", "judge_errors", "leak_rate",
-             "overlap_leak_rate", "agreement"],
+             "detector_leak_rate", "agreement"],
         rows=rows,
         note="Leak = the judge answers True (feedback paper App. A.6). Leak rate = leaks / judge "
         "responses; an unreadable reply stays in that denominator as no leak and is counted in its "

@@ -59,7 +59,6 @@ class TeacherMessage:
             intervention was not applied), or the failed feedback attempt.
         student_answer: the student's answer before the message: the
             baseline answer (monitor) or the failed attempt's answer.
-        overlap_leaked: the overlap detector's ``leaked`` flag from the record.
         chunk_size: the increment the reasoning was revealed in (the run's
             ``increment``; 50 characters when the record does not say).
         at_chunk: the chunk (1-based) in which the message came: the last one
@@ -78,7 +77,6 @@ class TeacherMessage:
     message: str
     prefix: str
     student_answer: Any
-    overlap_leaked: bool | None
     chunk_size: int | str = DEFAULT_CHUNK
     at_chunk: int = 1
     total_chunks: int = 1
@@ -105,7 +103,6 @@ def _teacher_message(
     message: str,
     answered: Attempt | None,
     prefix: str,
-    leaked: bool | None,
     trace: str,
     cut: int | None,
 ) -> TeacherMessage:
@@ -130,7 +127,6 @@ def _teacher_message(
         message=message,
         prefix=prefix,
         student_answer=answered.answer if answered else None,
-        overlap_leaked=leaked,
         chunk_size=chunk_size,
         at_chunk=at_chunk,
         total_chunks=len(cuts),
@@ -147,9 +143,7 @@ def _monitor_message(record: Episode) -> TeacherMessage | None:
     cut = intervention.tau_abs
     prefix = trace if cut is None else trace[:cut]
     teacher = teacher_label(record.teacher)
-    return _teacher_message(
-        record, "monitor", 0, teacher, message, baseline, prefix, intervention.leaked, trace, cut
-    )
+    return _teacher_message(record, "monitor", 0, teacher, message, baseline, prefix, trace, cut)
 
 
 def _feedback_messages(record: Episode) -> list[TeacherMessage]:
@@ -164,7 +158,7 @@ def _feedback_messages(record: Episode) -> list[TeacherMessage]:
         teacher = SELF_FEEDBACK if entry.source == "self" else teacher_label(record.teacher)
         prefix = (failed.text if failed else "") or ""
         # The whole failed attempt was read before the message: all its chunks were shown.
-        args = (failed, prefix, entry.leaked, prefix, None)
+        args = (failed, prefix, prefix, None)
         items.append(_teacher_message(record, "feedback", turn, teacher, message, *args))
     return items
 

@@ -11,8 +11,9 @@ written in the prompt's output format.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -21,6 +22,7 @@ from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.records import Episode, MonitorStep, Problem, as_episodes
 from intbench.rundir import RunDir
 from intbench.training.monitor import monitor_reply
+from intbench.verifiers.leakage import answer_leaked
 
 Filter = Callable[[Episode], bool]
 
@@ -65,20 +67,52 @@ FILTERS: dict[str, Filter] = {
 }
 
 
+def redetect_leaks(record: Episode, problem: Problem) -> Episode:
+    """``record`` with its leak flags recomputed by :func:`answer_leaked`.
+
+    Records keep the flags of the detector that ran when they were written;
+    the filters judge by the current one.
+    """
+    if record.protocol == "monitor" and record.intervention is not None:
+        intervention = record.intervention
+        leaked = answer_leaked(problem, intervention.message)
+        components = dict(record.reward_components)
+        components["leaked"] = float(leaked and intervention.applied)
+        intervention = dataclasses.replace(intervention, leaked=leaked)
+        return dataclasses.replace(record, intervention=intervention, reward_components=components)
+    if record.protocol == "feedback":
+        turns = [
+            dataclasses.replace(t, leaked=answer_leaked(problem, t.message))
+            for t in record.feedback
+        ]
+        return dataclasses.replace(record, feedback=turns)
+    return record
+
+
 def select_records(
-    records: Iterable[Episode | dict], filter: str | Filter = "helpful_no_leak"
+    records: Iterable[Episode | dict],
+    filter: str | Filter = "helpful_no_leak",
+    problems: Mapping[str, Problem] | None = None,
 ) -> list[Episode]:
-    """Records that pass ``filter`` (a :data:`FILTERS` name or a predicate); failed episodes never do."""
+    """Records that pass ``filter`` (a :data:`FILTERS` name or a predicate); failed episodes never do.
+
+    With ``problems`` (by id), a record whose problem is among them is judged
+    by its leak flags as :func:`redetect_leaks` recomputes them.
+    """
     if isinstance(filter, str):
         try:
             filter = FILTERS[filter]
         except KeyError:
             raise ValueError(f"unknown filter {filter!r}; choose from {sorted(FILTERS)}") from None
-    return [
-        r
-        for r in as_episodes(records)
-        if not r.error and r.protocol in ("monitor", "feedback") and filter(r)
-    ]
+    selected = []
+    for record in as_episodes(records):
+        if record.error or record.protocol not in ("monitor", "feedback"):
+            continue
+        if problems is not None and record.problem_id in problems:
+            record = redetect_leaks(record, problems[record.problem_id])
+        if filter(record):
+            selected.append(record)
+    return selected
 
 
 def _replay_student(texts: Sequence[str]) -> ScriptedBackend:
@@ -195,7 +229,7 @@ def sft_examples(
         by_id[problem.id] = problem
     examples: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="intbench-sft-") as scratch:
-        for number, record in enumerate(select_records(records, filter)):
+        for number, record in enumerate(select_records(records, filter, by_id)):
             problem = by_id.get(record.problem_id)
             if problem is None:
                 raise ValueError(f"no problem {record.problem_id!r} among the given problems")

@@ -122,6 +122,7 @@ DOMAIN = Domain(
         "per test input, in order."
     ),
     verifier="intbench.verifiers.arc:verify_arc",
+    leak_check="intbench.verifiers.leakage.grid:grid_leaked",
     templates=BUILTIN_TEMPLATES / "arc",
     # Each mirror is one set of ARC-AGI-1 and calls its only split "test".
     hub={split: HubRef(hub_id, "test") for split, hub_id in HUB_IDS.items()},

@@ -89,7 +89,7 @@ DOMAIN = Domain(
         "End with exactly one final line containing your answer in the form \\boxed{your answer}."
     ),
     verifier="intbench.verifiers.math:verify_math",
-    leak_check="intbench.verifiers.leakage:math_leaked",
+    leak_check="intbench.verifiers.leakage.math:math_leaked",
     templates=BUILTIN_TEMPLATES / "arithmetic",
     row_to_problem=row_to_problem,
     offline_loader=generate_arithmetic,

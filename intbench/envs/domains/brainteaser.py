@@ -342,6 +342,7 @@ DOMAIN = Domain(
     kind="text",
     answer_format=ANSWER_FORMAT,
     verifier="intbench.verifiers.judge:verify_with_fallback",
+    leak_check="intbench.verifiers.leakage.text:text_leaked",
     templates=BUILTIN_TEMPLATES / "brainteaser",
     hub={"train": HubRef(HUB_ID, "train")},
     row_to_problem=row_to_problem,

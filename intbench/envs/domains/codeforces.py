@@ -470,6 +470,7 @@ DOMAIN = Domain(
     kind="code",
     answer_format=ANSWER_FORMAT,
     verifier="intbench.verifiers.code:verify_code",
+    leak_check="intbench.verifiers.leakage.code:code_leaked",
     templates=BUILTIN_TEMPLATES / "codeforces",
     # APPS splits too, so `--source hub --split apps_test` reaches the feedback paper's source
     hub={

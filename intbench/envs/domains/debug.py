@@ -205,6 +205,7 @@ DOMAIN = Domain(
     kind="code",
     answer_format=ANSWER_FORMAT,
     verifier="intbench.verifiers.code:verify_code",
+    leak_check="intbench.verifiers.leakage.code:code_leaked",
     templates=BUILTIN_TEMPLATES / "debug",
     # only the code-repair task's rows: the repository also holds other tasks and the tests
     hub={"test": HubRef(DEBUGEVAL_ID, "test", data_files=(DEBUGEVAL_ROWS_FILE,))},

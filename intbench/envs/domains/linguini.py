@@ -76,6 +76,7 @@ DOMAIN = Domain(
         'of the form "Answer: your answer".'
     ),
     verifier="intbench.verifiers.text:verify_text",
+    leak_check="intbench.verifiers.leakage.text:text_leaked",
     templates=BUILTIN_TEMPLATES / "linguini",
     hub={"test": HubRef(HUB_ID, "train")},
     row_to_problem=row_to_problem,

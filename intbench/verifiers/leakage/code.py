@@ -1,0 +1,114 @@
+"""Code leaks (Codeforces, Debug): the reference solution's logic written out.
+
+The reference solution is cut into statements (lines, and ``;``-separated
+parts), each read as a token sequence in which every name that is not a
+keyword, builtin or attribute becomes ``ID``; a leading ``return``/``yield``
+is dropped, so ``return sorted(set(l))`` and ``f = lambda l: sorted(set(l))``
+share ``sorted ( set ( ID ) )``.  A statement is *logic* when it has at least
+:data:`MIN_TOKENS` tokens, one of them an operator or bracket, and does not
+appear in the problem statement (signatures, docstrings and, for Debug, the
+buggy program's unchanged lines give nothing away; its fixed lines do).
+Comments and docstrings are dropped first.
+
+A message leaks when its own token sequence (the whole message, so fenced or
+not, inline backticks, one-liners and lambdas alike, names renamed or not)
+contains a logic statement.  Each statement is one substring search over the
+message's tokens, so the cost is linear in the message.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from functools import lru_cache
+
+from intbench.records import Problem
+from intbench.verifiers.leakage.notation import fold
+
+MIN_TOKENS = 5
+"""Shortest statement (in tokens) that counts as logic; shorter ones occur in any code."""
+MAX_TOKENS = 40
+"""Longer statements are matched by their first :data:`MAX_TOKENS` tokens."""
+
+_TOKEN = re.compile(
+    r"[A-Za-z_]\w*|\d+(?:\.\d+)?|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
+    r"|==|!=|<=|>=|//|\*\*|->|\+=|-=|\*=|/=|%=|&&|\|\||<<|>>|::|[^\s\w`]"
+)
+_DOCSTRING = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'')
+_COMMENT = re.compile(r"(?<![:\"'])(?:#|//)[^\n]*|/\*[\s\S]*?\*/")
+_CPP_WORDS = (
+    "int long short char bool double float void auto const unsigned signed struct class "
+    "vector string map set pair std cin cout endl using namespace include main size push_back "
+    "begin end sort min max true false nullptr new delete"
+).split()
+_KEPT = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | frozenset(_CPP_WORDS)
+_PUNCTUATION_ONLY = frozenset({":", ",", ";", "ID"})
+_LEADING = {"return", "yield"}
+_BLOCK_ENDS = {":", ";", "{"}
+SEPARATOR = "\x00"
+
+
+def code_tokens(text: str) -> list[str]:
+    """``text`` as code tokens, names that are not keywords, builtins or attributes as ``ID``."""
+    tokens = []
+    previous = ""
+    for match in _TOKEN.finditer(fold(text)):
+        token = match.group()
+        if (token[0].isalpha() or token[0] == "_") and token not in _KEPT and previous != ".":
+            token = "ID"
+        tokens.append(token)
+        previous = match.group()
+    return tokens
+
+
+def _statements(code: str) -> list[list[str]]:
+    """The statements of ``code`` as tokens, without comments, docstrings or a leading ``return``."""
+    code = _COMMENT.sub("", _DOCSTRING.sub("", code))
+    statements = []
+    for line in code.splitlines():
+        for part in line.split(";"):
+            tokens = code_tokens(part)
+            statements.append(tokens[1:] if tokens[:1] and tokens[0] in _LEADING else tokens)
+    return statements
+
+
+def _joined(tokens: list[str]) -> str:
+    return SEPARATOR + SEPARATOR.join(tokens) + SEPARATOR
+
+
+@lru_cache(maxsize=512)
+def logic_statements(solution: str, statement: str) -> tuple[str, ...]:
+    """The reference's logic statements, each joined with :data:`SEPARATOR` for searching."""
+    shown = {_joined(tokens) for tokens in _statements(statement)}
+    logic = []
+    for tokens in _statements(solution):
+        if len(tokens) < MIN_TOKENS or _joined(tokens) in shown:
+            continue
+        while tokens[-1] in _BLOCK_ENDS:  # also found without its ":" ("for i in range(n)")
+            tokens = tokens[:-1]
+        if not any(not t[0].isalnum() and t not in _PUNCTUATION_ONLY for t in tokens):
+            continue  # no operator or bracket: "for ID in ID :" reads like prose
+        logic.append(_joined(tokens[:MAX_TOKENS]))
+    return tuple(dict.fromkeys(logic))
+
+
+def reference_logic_leaked(problem: Problem, message: str) -> bool:
+    """Whether ``message`` contains a logic statement of the reference solution."""
+    if not problem.solution:
+        return False
+    logic = logic_statements(problem.solution, problem.question or "")
+    if not logic:
+        return False
+    text = _joined(code_tokens(message))
+    return any(statement in text for statement in logic)
+
+
+CODE_LEAK_CHECKS = (reference_logic_leaked,)
+"""Every way a code message can leak, each ``(problem, message) -> bool``; a check
+that held-out test input/output is forwarded belongs in this tuple too."""
+
+
+def code_leaked(problem: Problem, message: str) -> bool:
+    """Whether ``message`` gives away the code problem's solution (any of :data:`CODE_LEAK_CHECKS`)."""
+    return any(check(problem, message) for check in CODE_LEAK_CHECKS)
