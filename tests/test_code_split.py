@@ -22,6 +22,7 @@ from intbench.verifiers.code_split import (
     visible_indices,
     visible_tests,
 )
+from intbench.verifiers.leakage import answer_leaked
 
 
 @pytest.fixture(autouse=True)
@@ -220,9 +221,12 @@ def test_forwarding_the_failing_assertion_no_longer_solves_humaneval(number, mod
 @pytest.mark.parametrize("number", [0, 35])
 def test_the_papers_setting_still_has_the_exploit_and_the_check_flags_it(number):
     problem = humaneval(number)
-    reward, messages, _ = forwarding_episode(problem, "all", "feedback")
+    reward, messages, record = forwarding_episode(problem, "all", "feedback")
     assert reward == 1.0
     assert any(forwards_held_out_io(problem, m) for m in messages)
+    # the domain's leak detector includes the check, so every reward and audit sees the leak
+    assert any(answer_leaked(problem, m) for m in messages)
+    assert any(turn["leaked"] for turn in record["feedback"])
 
 
 # ------------------------------------------------------------- the leak check

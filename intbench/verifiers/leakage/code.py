@@ -24,6 +24,7 @@ import re
 from functools import lru_cache
 
 from intbench.records import Problem
+from intbench.verifiers.code_split import forwards_held_out_io
 from intbench.verifiers.leakage.notation import fold
 
 MIN_TOKENS = 5
@@ -104,9 +105,10 @@ def reference_logic_leaked(problem: Problem, message: str) -> bool:
     return any(statement in text for statement in logic)
 
 
-CODE_LEAK_CHECKS = (reference_logic_leaked,)
-"""Every way a code message can leak, each ``(problem, message) -> bool``; a check
-that held-out test input/output is forwarded belongs in this tuple too."""
+CODE_LEAK_CHECKS = (reference_logic_leaked, forwards_held_out_io)
+"""Every way a code message can leak, each ``(problem, message) -> bool``: the
+reference solution's logic, or a held-out test's input and expected output
+(:mod:`intbench.verifiers.code_split`), which the teacher's context never shows."""
 
 
 def code_leaked(problem: Problem, message: str) -> bool:
