@@ -170,6 +170,9 @@ def test_fuzzed_text_always_gives_a_verdict(pool, reference, body):
 # Issue 38: answers a probing policy found accepted for the wrong reason.
 PMATRIX = r"\begin{pmatrix}1&2\\3&4\end{pmatrix}"
 PROBED_FALSE_ACCEPTS = [
+    # only the text after a closed reasoning block is read
+    ("5", "<think>it is \\boxed{5}</think>\nThe answer is \\boxed{7}"),
+    ("5", "<think>\\boxed{5}</think>\nI am not sure."),
     # a "Final Answer:" line is graded whole, never on its one $...$ span
     ("5", "Final Answer: not $5$"),
     ("5", "Final Answer: x < $5$"),
@@ -269,6 +272,8 @@ PROBED_FALSE_REJECTS = [
     ("5", r"**\boxed{5}**"),
     ("5", r"\boxed{5} - that is all."),
     ("5", r"$\boxed{5}$ or 6"),  # a box is graded alone: unmarked words earn nothing
+    # a box drafted inside a closed reasoning block is not an answer
+    ("7", "<think>maybe \\boxed{5}?</think>\nSo \\boxed{7}"),
     (r"1, 2, 3, \ldots", r"\boxed{1, 2, 3, \dots}"),
 ]
 

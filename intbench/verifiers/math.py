@@ -335,12 +335,24 @@ def _final_answer_line(text: str) -> str | None:
     return line.strip().rstrip(".").strip() or None
 
 
+_REASONING_END = "</think>"
+
+
+def _after_reasoning(text: str) -> str:
+    """The text after the last closed ``<think>`` block: a box drafted while
+    reasoning is not an answer (the feedback paper's A.8 prompts invite such blocks)."""
+    end = text.rfind(_REASONING_END)
+    return text[end + len(_REASONING_END) :] if end >= 0 else text
+
+
 def extract_answers(text: str) -> tuple[list[str], str | None]:
     """All final answers of a response: ``(answers, method)``.
 
-    ``method`` is ``"boxed"`` (every top-level box) or ``"final_answer_line"``;
-    ``([], None)`` when no answer was found.
+    Only the text after a closed ``<think>`` block is read.  ``method`` is
+    ``"boxed"`` (every top-level box) or ``"final_answer_line"``; ``([], None)``
+    when no answer was found.
     """
+    text = _after_reasoning(text)
     boxes = boxed_answers(text)
     if boxes:
         return boxes, "boxed"
