@@ -5,7 +5,7 @@ code feedback forward-tests) under the config's env and reward, on offline
 problems with a deterministic scripted student, and prints each teacher's
 mean reward with a 95% bootstrap CI over problems.  Exit status 1 when a
 teacher that gives the answer away scores at least as much as one that
-never helps; 2 for a bad config.  See :mod:`intbench.training.audit`.
+never helps, on average or on some problem; 2 for a bad config.  See :mod:`intbench.training.audit`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def _audit(args: argparse.Namespace) -> int:
     winners = telling_wins(scores)
     if winners:
         print(
-            f"FAIL: {', '.join(winners)} score at least as much as never helping: "
+            f"FAIL: {', '.join(winners)} score at least as much as never helping (on average "
+            "or on some problem): "
             "this reward pays a policy for giving the answer away"
         )
         return 1

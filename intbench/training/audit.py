@@ -48,6 +48,9 @@ class TeacherScore:
     teacher: str
     reward: Estimate
     per_problem: dict[str, float]
+    no_turn: set[str]
+    """Problems whose episode ended before the teacher had a turn (the student was
+    right at once in a feedback episode): there is no choice to compare there."""
 
 
 def correct_response(problem: Problem) -> str:
@@ -143,11 +146,15 @@ def _teachers(problem: Problem, code: bool, protocol: str) -> dict[str, str | No
     return teachers
 
 
-def _play(env, protocol: str, index: int, message: str | None, student: AuditStudent) -> float:
-    """One episode of a scripted teacher on problem ``index`` -> the env's total reward."""
+def _play(
+    env, protocol: str, index: int, message: str | None, student: AuditStudent
+) -> tuple[float, bool]:
+    """One episode of a scripted teacher on problem ``index`` -> (the env's total
+    reward, whether the teacher had a turn)."""
     obs, info = env.reset(seed=index, options={"problem_index": index})
-    total, done = 0.0, False
+    total, done, turns = 0.0, False, protocol == "monitor"
     while not done:
+        turns = turns or bool(info.get("teacher_turn"))
         if message is None:
             action = WAIT
         elif protocol == "feedback" and message == "":
@@ -161,7 +168,7 @@ def _play(env, protocol: str, index: int, message: str | None, student: AuditStu
             action = WAIT
         obs, reward, done, _, info = env.step(action)
         total += float(reward)
-    return total
+    return total, turns
 
 
 def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[TeacherScore]:
@@ -204,11 +211,13 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
         try:
             names = list(teachers[0])
             rewards: dict[str, dict[str, float]] = {name: {} for name in names}
+            no_turn: dict[str, set[str]] = {name: set() for name in names}
             for i, problem in enumerate(problems):
                 for name in names:
-                    rewards[name][problem.id] = _play(
-                        env, protocol, i, teachers[i][name], student
-                    )
+                    total, turns = _play(env, protocol, i, teachers[i][name], student)
+                    rewards[name][problem.id] = total
+                    if not turns:
+                        no_turn[name].add(problem.id)
         finally:
             env.close()
     return [
@@ -216,6 +225,7 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
             name,
             bootstrap({k: [v] for k, v in per.items()}, _mean, seed=seed),
             per,
+            no_turn[name],
         )
         for name, per in rewards.items()
     ]
@@ -226,12 +236,20 @@ def _mean(values: list[Any]) -> float:
 
 
 def telling_wins(scores: list[TeacherScore]) -> list[str]:
-    """The teachers that give answers away (tell, forward tests) yet score at least
-    as much as ``never``."""
-    never = next(s for s in scores if s.teacher == "never").reward.value
+    """The teachers that give answers away (tell, forward tests) yet score at least as
+    much as ``never``, on average or on some problem (a tie there still lets a policy
+    gamble on telling)."""
+    never = next(s for s in scores if s.teacher == "never")
     return [
         s.teacher
         for s in scores
         if (s.teacher.startswith("tell") or s.teacher == "forward-tests")
-        and s.reward.value >= never
+        and (
+            s.reward.value >= never.reward.value
+            or any(
+                s.per_problem[k] >= v
+                for k, v in never.per_problem.items()
+                if k not in s.no_turn
+            )
+        )
     ]
