@@ -334,3 +334,32 @@ def test_audit_refuses_a_bad_config(tmp_path, capsys):
     assert main(["audit-reward", "--config", str(config)]) == 2
     assert "unknown monitor reward preset 'nope'" in capsys.readouterr().err
     assert main(["audit-reward", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert main(["audit-reward", "--config", str(CONFIGS / "sft.yaml")]) == 2
+    assert "audit-reward checks GRPO rewards" in capsys.readouterr().err
+
+
+def test_audit_of_several_configs_fails_when_one_fails(tmp_path, capsys):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("method: grpo\nenv_options: {reward: {success: 1.0}}\n")
+    good = str(CONFIGS / "monitor_grpo.yaml")
+    assert main(["audit-reward", "--config", good, str(bad), "-n", "4"]) == 1
+    assert main(["audit-reward", "--config", good, good, "-n", "4"]) == 0
+
+
+def test_audit_flags_forwarded_tests_and_ignores_problems_without_a_turn():
+    from intbench.metrics.estimate import Estimate
+    from intbench.training.audit import TeacherScore, telling_wins
+
+    def score(name, per, no_turn=()):
+        return TeacherScore(name, Estimate(sum(per.values()) / len(per)), per, set(no_turn))
+
+    never = score("never", {"a": 1.0, "b": 0.0}, no_turn={"a"})
+    # "a" ended before any teacher turn (solved at once): equal there, and that is no choice
+    assert telling_wins([never, score("tell:x", {"a": 1.0, "b": -2.0}, no_turn={"a"})]) == []
+    assert telling_wins([never, score("forward-tests", {"a": 1.0, "b": 1.0}, {"a"})]) == [
+        "forward-tests"
+    ]
+    # below never on average, yet a tie on a problem with a turn: a gamble, flagged
+    tied = score("tell:y", {"a": -5.0, "b": 0.0})
+    assert telling_wins([score("never", {"a": 1.0, "b": 0.0}), tied]) == ["tell:y"]
+    assert telling_wins([never, score("hint", {"a": 1.0, "b": 5.0}, {"a"})]) == []

@@ -24,7 +24,9 @@ def add_parser(subparsers) -> None:
         "Exits 1 when telling (or forwarding tests) scores at least as much as never "
         "helping. Run it before training on a custom reward.",
     )
-    parser.add_argument("--config", type=Path, required=True, help="training YAML file")
+    parser.add_argument(
+        "--config", type=Path, nargs="+", required=True, help="training YAML file(s)"
+    )
     parser.add_argument(
         "-n", type=int, default=8, help="offline problems to play (default 8)"
     )
@@ -33,20 +35,26 @@ def add_parser(subparsers) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from intbench.training.audit import audit_reward, telling_wins
-    from intbench.training.config import load_config
-
     if args.n < 2:
         print("error: -n must be at least 2 (a CI needs two problems)", file=sys.stderr)
         return 2
+    return max(_audit_one(path, args.n, args.seed) for path in args.config)
+
+
+def _audit_one(path: Path, n: int, seed: int) -> int:
+    from intbench.training.audit import audit_reward, telling_wins
+    from intbench.training.config import load_config
+
     try:
-        config = load_config(args.config)
-        scores = audit_reward(config, n=args.n, seed=args.seed)
+        config = load_config(path)
+        if config.method != "grpo":
+            raise ValueError(f"{path} is a {config.method} config; audit-reward checks GRPO rewards")
+        scores = audit_reward(config, n=n, seed=seed)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     reward = config.env_kwargs()["reward"]
-    print(f"{args.config}: {config.env}, reward {reward}, {args.n} offline problems")
+    print(f"{path}: {config.env}, reward {reward}, {n} offline problems")
     for score in scores:
         r = score.reward
         print(f"  {score.teacher:<16} {r.value:+.3f}  [{r.low:+.3f}, {r.high:+.3f}]")
@@ -54,8 +62,7 @@ def _audit(args: argparse.Namespace) -> int:
     if winners:
         print(
             f"FAIL: {', '.join(winners)} score at least as much as never helping (on average "
-            "or on some problem): "
-            "this reward pays a policy for giving the answer away"
+            "or on some problem): this reward pays a policy for giving the answer away"
         )
         return 1
     print("ok: every teacher that gives the answer away scores below never helping")

@@ -26,13 +26,23 @@ Components (in {0, 1} unless said otherwise):
 
 Why every preset charges for ``leaked``: the papers find that teachers
 over-assist, and a reward that pays for the final outcome pays most for
-stating the answer.  Each preset's leak weight is one more than the most
-that telling can gain over waiting on the same problem (the sum of the
-preset's other positive weights, each component moving by at most 1), so a
-leaking message always scores at least 1 below saying nothing, whatever the
-student would have done alone (:func:`telling_margin` checks it).  The
-papers' metrics (H, acc@k, AUC) are computed from the episode records and
-do not depend on the preset.
+stating the answer.  Zeroing a leaked success is not enough (0 against 0
+still lets a policy gamble), so each preset's leak weight exceeds the most
+that telling can gain over saying nothing on the same problem: the sum of
+the preset's other positive weights, each component moving by at most 1.
+For every preset but ``pedagogical`` (which keeps its published weights and
+a margin of 0.1) it is one more, so a leaking message scores at least 1
+below saying nothing, whatever the student would have done alone
+(:func:`telling_margin` checks every preset).  The papers' metrics (H,
+acc@k, AUC) are computed from the episode records and do not depend on the
+preset.
+
+``teaching`` = success + transfer − 3·leaked, the default of every GRPO
+config: success pays for getting the student right now, transfer for what
+the student can then do alone, with equal weight because both are one
+solved problem.  A method hint that fixes the problem and carries over to
+the variant earns 2; waiting earns what the student does alone (0 to 2);
+stating the answer earns at most 1 + 1 − 3 = −1, below waiting's worst (0).
 """
 
 from __future__ import annotations
@@ -65,10 +75,7 @@ PRESETS: dict[str, dict[str, float]] = {
     # Solve the problem, but each intervention costs a little and a leak costs
     # as much as a success is worth (+0.1 for the intervention it needed).
     "pedagogical": {"success": 1.0, "intervened": -0.1, "leaked": -1.0},
-    # Teaching: the student solves this problem (success) and, with only the
-    # message to go on, a fresh variant of it (transfer); stating the answer
-    # can raise both by 1 at most, so a leak costs 3 and telling scores at
-    # least 1 below waiting.  The default of every shipped GRPO config.
+    # Teaching (see the module docstring): success and transfer, a leak costs 3.
     "teaching": {"success": 1.0, "transfer": 1.0, "leaked": -3.0},
     # Only what the student can do alone afterwards, less a leak.
     "transfer": {"transfer": 1.0, "leaked": -2.0},

@@ -101,7 +101,7 @@ class AuditStudent:
                     correct_response(other)
                     for other in self.known
                     if other.domain == problem.domain
-                    and str(other.answer) != str(problem.answer)
+                    and correct_response(other) != right
                     and verify(problem, correct_response(other)).status == "incorrect"
                 ),
                 None,
