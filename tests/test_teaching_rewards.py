@@ -111,7 +111,9 @@ def test_every_preset_scores_a_leak_below_silence_whatever_the_outcomes(protocol
     assert telling_margin({"success": 1.0, "leaked": -1.0}, protocol) == 0.0  # 0 vs 0: a gamble
 
 
-@pytest.mark.parametrize("preset", ["helpfulness", "success", "pedagogical", "teaching", "transfer"])
+@pytest.mark.parametrize(
+    "preset", ["helpfulness", "success", "pedagogical", "teaching", "transfer"]
+)
 @pytest.mark.parametrize("alone_right", [False, True])
 def test_monitor_telling_scores_below_waiting(preset, alone_right, tmp_path):
     problems = sums()

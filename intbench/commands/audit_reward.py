@@ -27,9 +27,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--config", type=Path, nargs="+", required=True, help="training YAML file(s)"
     )
-    parser.add_argument(
-        "-n", type=int, default=8, help="offline problems to play (default 8)"
-    )
+    parser.add_argument("-n", type=int, default=8, help="offline problems to play (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="problem seed (default 0)")
     parser.set_defaults(func=_audit)
 
@@ -48,7 +46,9 @@ def _audit_one(path: Path, n: int, seed: int) -> int:
     try:
         config = load_config(path)
         if config.method != "grpo":
-            raise ValueError(f"{path} is a {config.method} config; audit-reward checks GRPO rewards")
+            raise ValueError(
+                f"{path} is a {config.method} config; audit-reward checks GRPO rewards"
+            )
         scores = audit_reward(config, n=n, seed=seed)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -88,7 +88,9 @@ def presets_for(protocol: str) -> list[str]:
     return sorted(name for name, weights in PRESETS.items() if set(weights) <= known)
 
 
-def resolve_weights(reward: str | Mapping[str, float], protocol: str = "monitor") -> dict[str, float]:
+def resolve_weights(
+    reward: str | Mapping[str, float], protocol: str = "monitor"
+) -> dict[str, float]:
     """A preset name or a ``{component: weight}`` mapping -> validated weights for ``protocol``."""
     if isinstance(reward, str):
         if reward not in presets_for(protocol):

@@ -185,7 +185,9 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
 
     protocol = env_protocol(config.env)
     if protocol not in ("monitor", "feedback"):
-        raise ValueError(f"audit-reward covers monitor and feedback training envs, not {config.env}")
+        raise ValueError(
+            f"audit-reward covers monitor and feedback training envs, not {config.env}"
+        )
     domain = gym.spec(config.env).kwargs["domain"]
     problems = load_problems(domain, source="offline", n=n, seed=seed)
     options = dict(config.env_kwargs())
@@ -247,9 +249,7 @@ def telling_wins(scores: list[TeacherScore]) -> list[str]:
         and (
             s.reward.value >= never.reward.value
             or any(
-                s.per_problem[k] >= v
-                for k, v in never.per_problem.items()
-                if k not in s.no_turn
+                s.per_problem[k] >= v for k, v in never.per_problem.items() if k not in s.no_turn
             )
         )
     ]
