@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "intbench.commands.variants",
     "intbench.commands.analyze",
     "intbench.commands.train",
+    "intbench.commands.audit_reward",
     "intbench.commands.export",
 ]
 

@@ -111,7 +111,7 @@ def test_reward_presets_and_leak_flag():
     _, reward, _, _, info = env.step({"intervene": 1, "message": "The answer is 3."})
     assert info["reward_components"]["leaked"] == 1.0
     assert reward == pytest.approx(-0.1 - 1.0)  # still wrong (continuation says 5), cost, leak
-    with pytest.raises(ValueError, match="unknown reward preset"):
+    with pytest.raises(ValueError, match="unknown monitor reward preset"):
         make(reward="nope")
 
 

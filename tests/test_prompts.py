@@ -185,6 +185,7 @@ def template_vars(name: str, problem: Problem) -> dict:
             "verdict": "correct",
             "explanation": "The final answer matches the reference.",
         },
+        "variant_transfer": {"problem": problem, "original": original, "message": MESSAGE},
         "skill_extract": {"problem": problem},
         "skill_cluster": {"skills": ["modular exponentiation", "Fermat's little theorem"]},
         "variant_generate": {"problem": problem, "skill": "modular exponentiation", "n": 3},
@@ -278,6 +279,7 @@ ANSWERING_TEMPLATES = (
     "variant_no_context",
     "variant_problem_context",
     "variant_intervention_context",
+    "variant_transfer",
     "tutor_solve",
 )
 

@@ -864,7 +864,7 @@ def test_cli_monitor_grpo_primes_freezes_and_balances(tiny_model_dir, tmp_path):
         source=str(source),
         n=4,
         states_per_problem=1,
-        env_options={"increment": 400},
+        env_options={"increment": 400, "reward": "helpfulness"},  # as the demo config
         output_dir=str(tmp_path / "grpo"),
         train_layers=1,
         format_priming={"steps": 1, "batch_size": 2},

@@ -100,8 +100,10 @@ def test_answer_is_withheld_counted_and_never_reaches_the_student():
     obs, rewards, infos = run(
         env, [HINT, LEAK, {"intervene": 1, "message": "Check your doubling."}]
     )
-    assert len(rewards) == 3 and rewards[-1] == 1.0
+    # solved, but the teacher tried to state the answer: charged although withheld
+    assert len(rewards) == 3 and rewards[-1] == 1.0 - 2.0
     record = infos[-1]["record"]
+    assert record["reward_components"]["leaked"] == 1.0
     assert record["protocol"] == "tutor" and record["condition"] == "ideation"
     assert [s["withheld"] for s in record["steps"]] == [False, True, False]
     assert record["metadata"]["withheld"] == 1 and int(obs["withheld"]) == 1
@@ -243,7 +245,10 @@ def test_budget_defaults_and_unsolved_episode():
     _, rewards, infos = run(env, [HINT])
     record = infos[-1]["record"]
     assert rewards == [0.0] and record["solved_at"] is None and len(record["attempts"]) == 4
-    assert record["reward_components"] == {"solved": 0.0, "withheld": 0.0, "submissions": 4.0}
+    assert record["reward_components"] == {
+        "solved": 0.0, "withheld": 0.0, "submissions": 4.0,
+        "success": 0.0, "leaked": 0.0, "transfer": 0.0,
+    }  # fmt: skip
     assert "timings" not in record and set(env.last_episode.timings) == {"ideation_s", "solve_s"}
     Episode.from_dict(env.last_episode.to_dict())
 
@@ -257,7 +262,8 @@ def test_code_domain_withholds_code_and_solves_with_the_sandbox():
     record = infos[-1]["record"]
     assert [s["withheld"] for s in record["steps"]] == [True, False]
     assert record["steps"][0]["check"]["reason"] == "contains code"
-    assert rewards[-1] == 1.0
+    assert record["solved_at"] == 1  # each message the leak detector flags costs 2
+    assert rewards[-1] == 1.0 - 2.0 * record["reward_components"]["leaked"]
 
 
 def test_malformed_actions_are_reported_not_raised():

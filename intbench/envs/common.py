@@ -329,6 +329,9 @@ class EnvOptions:
             cache key, so all teachers share it per (problem, seed) [0].
         cache_dir: where student calls are cached
             [``$INTBENCH_CACHE`` or ``~/.cache/intbench``].
+        variants: a variant set written by ``intbench variants``, for a reward
+            that reads ``transfer`` on problems not generated offline
+            (generated ones get procedural variants) [None].
         render_mode: None or ``"ansi"``.
     """
 
@@ -343,6 +346,7 @@ class EnvOptions:
     student_sampling: Mapping[str, Any] | None = None
     student_seed: int = 0
     cache_dir: str | None = None
+    variants: str | None = None
     render_mode: str | None = None
 
     def __post_init__(self) -> None:
@@ -468,6 +472,7 @@ class FlowEnv(gym.Env):
         self.last_episode: Episode | None = None
         self._episode: Episode | None = None
         self._terminated = False
+        self._variants = None  # set by _init_transfer when the reward reads transfer
 
     def _role_backends(self) -> dict[str, ChatBackend]:
         """Models for roles other than the student, by role name (the tutor's checker)."""
@@ -501,6 +506,8 @@ class FlowEnv(gym.Env):
         gym.Env.reset(self, seed=seed)
         problem = self._pool.draw(self.np_random, seed is not None, options)
         self._student_seed = int(options.get("student_seed", self.student_seed))
+        # Drawn only when the reward reads transfer, so other runs keep their seeds.
+        self._transfer_seed = self._draw_seed() if self._variants else None
         self._terminated = False
         return problem
 
@@ -547,6 +554,41 @@ class FlowEnv(gym.Env):
         if not completion.error:
             verdict = yield Verify(problem, completion.text, self._verifier)
         return attempt_from(completion, verdict)
+
+    def _init_transfer(self, weights: Mapping[str, float]) -> None:
+        """Variants for the ``transfer`` component, only when ``weights`` read it
+        (a problem without a variant fails here, when the env is built)."""
+        from intbench.envs.rewards import needs_transfer
+        from intbench.envs.transfer import VariantSource
+
+        self._variants = (
+            VariantSource(self.problems, self.options.variants) if needs_transfer(weights) else None
+        )
+
+    def _transfer(self, message: str | None):
+        """Flow: the student's attempt at the episode's variant with ``message`` in
+        context -> solved (False without variants, or on an error: fail closed)."""
+        if self._variants is None:
+            return False
+        from intbench.envs.transfer import transfer_attempt
+
+        problem = self._problem
+        variant = self._variants.variant(problem, self._transfer_seed)
+        attempt = yield from transfer_attempt(
+            self._cache,
+            self.student_spec,
+            variant,
+            problem,
+            message,
+            self.student_sampling,
+            self._transfer_seed,
+            self._verifier,
+        )
+        self._episode.metadata.setdefault("transfer", []).append(
+            {"variant_id": variant.id, "with_message": bool(message), "solved": attempt.correct,
+             "error": attempt.error}
+        )  # fmt: skip
+        return attempt.correct
 
     def _step_result(
         self, reward: float, action_error: str | None, episode: Episode, protocol_label: str

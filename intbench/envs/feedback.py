@@ -29,9 +29,14 @@ string (the feedback, parsed from ``<feedback>...</feedback>`` with the raw text
 passed through when the tags are missing).  Malformed actions count as no
 feedback and are reported in ``info["action_error"]``.
 
-Reward: ``"success"`` gives 1 at the step the student is right; ``"auc"``
-gives ``(k_max - k + 1) / k_max`` when solved at attempt ``k``, which is the
-episode's contribution to the mean of acc@1..acc@k_max.  ``info`` carries the
+Reward: a preset of :mod:`intbench.envs.rewards` over the components
+``success`` (1 at the step the student is right), ``auc`` (``(k_max - k + 1) /
+k_max`` when solved at attempt ``k``, the episode's contribution to the mean of
+acc@1..acc@k_max), ``leaked`` (charged at each teacher turn whose feedback
+gives the answer away) and ``transfer`` (the mean over teacher turns of a
+fresh variant solved with that turn's feedback in context, paid at the last
+step; see :mod:`intbench.envs.transfer`).  Every preset charges a leak more
+than telling can gain, so a leaking turn scores below no feedback.  ``info`` carries the
 teacher prompt (``messages``), ``attempt`` index, ``solved_at`` (the attempt
 that was right, 0 while unsolved) and, at the end, ``record`` (the episode
 record, a read-only mapping without wall-clock times; the full record is
@@ -62,6 +67,7 @@ from intbench.envs.common import (
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.domains.registry import get_domain
+from intbench.envs.rewards import resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, FeedbackTurn
 from intbench.verifiers.leakage import answer_leaked
@@ -74,7 +80,6 @@ its own attempt."""
 REFERENCE_KINDS = ("none", "answer", "solution")
 EXECUTION_CONTEXTS = ("structured", "feedback", "traceback", "none")
 EXECUTION_TESTS = ("visible", "all")
-REWARDS = ("success", "auc")
 # The feedback paper's teacher sampling (App. A.2: T=1.0, top-p 0.95, the domain's
 # output limit; its student's is STUDENT_DEFAULTS).
 TEACHER_DEFAULTS = {"temperature": 1.0, "top_p": 0.95}
@@ -116,7 +121,8 @@ class FeedbackOptions(EnvOptions):
         mode: ``"teacher"``, ``"self_refine"``, ``"self_feedback"`` (the student's
             model as its own teacher, teacher prompt) or ``"self_critique"`` (the
             student's critique prompt) [``"teacher"``].
-        reward: ``"success"`` or ``"auc"`` [``"success"``].
+        reward: a preset (``"success"``, ``"auc"``, ``"teaching"``, ``"transfer"``) or a
+            ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"success"``].
         teacher_sampling: sampling options used when the student model writes
             feedback in ``self_feedback`` and ``self_critique``, and by a model teacher of
             ``intbench eval`` [T=1.0, top_p=0.95, the domain's limit: 8,192 tokens, ARC 16,000].
@@ -128,7 +134,7 @@ class FeedbackOptions(EnvOptions):
     execution_context: str = "structured"
     execution_tests: str = "visible"
     mode: str = "teacher"
-    reward: str = "success"
+    reward: str | Mapping[str, float] = "success"
     teacher_sampling: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -137,7 +143,7 @@ class FeedbackOptions(EnvOptions):
         check_choice("teacher_reference", self.teacher_reference, REFERENCE_KINDS)
         check_choice("execution_context", self.execution_context, EXECUTION_CONTEXTS)
         check_choice("execution_tests", self.execution_tests, EXECUTION_TESTS)
-        check_choice("reward", self.reward, REWARDS)
+        resolve_weights(self.reward, "feedback")
         check_count("k_max", self.k_max, 1)
         check_count("history", self.history, 0)
 
@@ -152,6 +158,8 @@ class FeedbackEnv(FlowEnv):
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
+        self.reward_weights = resolve_weights(self.options.reward, "feedback")
+        self._init_transfer(self.reward_weights)
         self.teacher_sampling = sampling_from(
             self.options.teacher_sampling,
             **TEACHER_DEFAULTS,
@@ -178,6 +186,7 @@ class FeedbackEnv(FlowEnv):
         self._problem = problem
         self._attempts: list[Attempt] = []
         self._feedback: list[str | None] = []
+        self._transfers: list[bool] = []
         # Self-feedback is the matrix cell whose teacher is the student's own model.
         diagonal = self.options.mode == "self_feedback"
         self._episode = self._new_episode(
@@ -192,6 +201,7 @@ class FeedbackEnv(FlowEnv):
                 "execution_context": self.options.execution_context,
                 "execution_tests": self.options.execution_tests,
                 "reward": self.options.reward,
+                "reward_weights": self.reward_weights,
                 "student_sampling": dict(self.student_sampling.__dict__),
                 "teacher_sampling": dict(self.teacher_sampling.__dict__),
             },
@@ -214,18 +224,23 @@ class FeedbackEnv(FlowEnv):
         episode = self._episode
         action_error = None
         feedback = None
+        step = {"success": 0.0, "auc": 0.0, "leaked": 0.0, "transfer": 0.0}
         if self._attempts:
             feedback, source, action_error = yield from self._feedback_for_turn(action)
             self._feedback.append(feedback)
+            leaked = answer_leaked(self._problem, feedback)
+            step["leaked"] = float(leaked)
             episode.feedback.append(
                 FeedbackTurn(
                     turn=len(self._attempts),
                     message=feedback,
                     source=source,
-                    leaked=answer_leaked(self._problem, feedback),
+                    leaked=leaked,
                     action_error=action_error,
                 )
             )
+            if self._variants is not None:
+                self._transfers.append((yield from self._transfer(feedback)))
         started = time.perf_counter()
         attempt = yield from self._next_attempt(feedback)
         episode.timings["student_s"] += time.perf_counter() - started
@@ -235,7 +250,6 @@ class FeedbackEnv(FlowEnv):
         episode.tokens["student_completion"] += attempt.completion_tokens
         status = attempt.status
         k = len(self._attempts)
-        reward = 0.0
         if attempt.error or status == "error":
             episode.error = (
                 attempt.error or f"grader error on attempt {k}: {attempt.verdict.feedback}"
@@ -243,18 +257,23 @@ class FeedbackEnv(FlowEnv):
             self._terminated = True
         elif status == "correct":
             episode.solved_at = k
-            reward = (
-                1.0
-                if self.options.reward == "success"
-                else (self.options.k_max - k + 1) / self.options.k_max
-            )
+            step["success"] = 1.0
+            step["auc"] = (self.options.k_max - k + 1) / self.options.k_max
             self._terminated = True
         elif k >= self.options.k_max:
             self._terminated = True
+        if self._terminated and self._transfers:
+            step["transfer"] = sum(self._transfers) / len(self._transfers)
+        reward = weighted_reward(step, self.reward_weights)
         episode.reward += reward
+        solved = float(episode.solved_at is not None)
         episode.reward_components = {
-            "solved": float(episode.solved_at is not None),
+            "solved": solved,
             "solved_at": episode.solved_at,
+            "success": solved,
+            "auc": (self.options.k_max - k + 1) / self.options.k_max if solved else 0.0,
+            "leaked": float(sum(turn.leaked for turn in episode.feedback)),
+            "transfer": step["transfer"],
         }
         return self._step_result(reward, action_error, episode, "feedback")
 

@@ -115,8 +115,10 @@ class MonitorOptions(EnvOptions):
             ``"v1"``/``"v2"`` (the paper's Variation 1 and 2, App. F.8) or
             ``"append"`` (the paper's prompt with the reference before the
             transcript, so prompts share a growing prefix) [``"paper"``].
-        reward: ``"helpfulness"``, ``"success"``, ``"pedagogical"`` or a
-            ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"helpfulness"``].
+        reward: a preset, ``"helpfulness"``, ``"success"``, ``"pedagogical"``,
+            ``"teaching"`` or ``"transfer"``, or a ``{component: weight}`` dict; every
+            preset charges for a leaked answer (see :mod:`intbench.envs.rewards`)
+            [``"helpfulness"``].
     """
 
     condition: str = "standard"
@@ -149,7 +151,8 @@ class MonitorEnv(FlowEnv):
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
-        self.reward_weights = resolve_weights(self.options.reward)
+        self.reward_weights = resolve_weights(self.options.reward, "monitor")
+        self._init_transfer(self.reward_weights)
 
         self.observation_space = spaces.Dict(
             {
@@ -327,8 +330,13 @@ class MonitorEnv(FlowEnv):
                 episode.tokens["post_prompt"] = completion.prompt_tokens
                 episode.tokens["post_completion"] = completion.completion_tokens
                 episode.timings["post_s"] = time.perf_counter() - started
-        leaked = bool(episode.intervention and episode.intervention.leaked and applied)
-        components = monitor_components(self._baseline_correct, applied, post_correct, leaked)
+        # A leak is charged whether or not the intervention could be placed: the
+        # teacher chose to state the answer.
+        leaked = bool(episode.intervention and episode.intervention.leaked)
+        transfer = yield from self._transfer(message if applied else None)
+        components = monitor_components(
+            self._baseline_correct, applied, post_correct, leaked, transfer
+        )
         episode.reward_components = components
         episode.reward = weighted_reward(components, self.reward_weights)
         if episode.baseline is not None and episode.baseline.status == "error":

@@ -49,7 +49,13 @@ says nothing this turn) or a bare string (the message; reasoning in
 ``<think>`` is dropped; empty means nothing).  Malformed actions count as
 saying nothing and are reported in ``info["action_error"]``; they never raise.
 
-Reward: 1 at the last step when phase 2 solved the problem, else 0.
+Reward: at the last step, a preset of :mod:`intbench.envs.rewards` over
+``success`` (phase 2 solved the problem), ``leaked`` (teacher messages that
+give the answer away, by :func:`~intbench.verifiers.leakage.answer_leaked`,
+whether or not the checker withheld them: the teacher still tried to tell)
+and ``transfer`` (a fresh variant solved with the delivered teacher messages
+in context; see :mod:`intbench.envs.transfer`); ``"success"`` by default, 1
+for a solve less 2 per leaking message.
 ``info`` holds ``messages`` (the ``tutor_teacher_ideation`` prompt for the
 teacher's next message), ``teacher_turn``, ``problem_id``, ``turn``,
 ``withheld``, ``check`` (the checker's verdict, only at a step whose message
@@ -86,10 +92,12 @@ from intbench.envs.common import (
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.domains.registry import get_domain
+from intbench.envs.rewards import resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
 from intbench.tutor.elo import EloTable, config_for
+from intbench.verifiers.leakage import answer_leaked
 
 # KITE's submission budgets: 10 for code, 5 for math.
 DEFAULT_SUBMISSIONS = {"code": 10, "other": 5}
@@ -120,6 +128,8 @@ class TutorOptions(EnvOptions):
         checker_sampling: sampling options of the LLM checker [greedy, 128 tokens].
         elo_selection: draw problems by the student's Elo rating and update it [False].
         calibration_tasks: solo episodes that calibrate the rating first (KITE: 5) [5].
+        reward: a preset (``"success"``, ``"teaching"``, ``"transfer"``) or a
+            ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"success"``].
 
     ``student_seed`` seeds the first phase-2 submission, cached and shared by
     every episode with the same solve prompt.
@@ -133,11 +143,13 @@ class TutorOptions(EnvOptions):
     checker_sampling: Mapping[str, Any] | None = None
     elo_selection: bool = False
     calibration_tasks: int = 5
+    reward: str | Mapping[str, float] = "success"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_count("ideation_turns", self.ideation_turns, 0)
         check_count("calibration_tasks", self.calibration_tasks, 0)
+        resolve_weights(self.reward, "tutor")
         self.elo_selection = bool(self.elo_selection)
         self.notes = bool(self.notes)
         if self.submissions is not None:
@@ -169,6 +181,8 @@ class TutorEnv(FlowEnv):
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         options = self.options
+        self.reward_weights = resolve_weights(options.reward, "tutor")
+        self._init_transfer(self.reward_weights)
         domain = options.domain
         submissions = options.submissions
         if submissions is None:
@@ -228,6 +242,7 @@ class TutorEnv(FlowEnv):
         self._attempts: list[Attempt] = []
         self._turn = 0
         self._withheld = 0
+        self._leaked = 0
         self._last_check: CheckResult | None = None
         self._ideation_turns = 0 if calibrating else self.options.ideation_turns
         condition = "calibration" if calibrating else "ideation" if self._ideation_turns else "solo"
@@ -242,6 +257,7 @@ class TutorEnv(FlowEnv):
                 "submissions": self.submissions,
                 "notes": self.options.notes,
                 "solo_tries": self.options.solo_tries if condition == "solo" else None,
+                "reward_weights": self.reward_weights,
                 "student_sampling": dict(self.student_sampling.__dict__),
                 "checker_sampling": dict(self.checker_sampling.__dict__),
             },
@@ -276,23 +292,40 @@ class TutorEnv(FlowEnv):
                 elif self.options.notes:
                     yield from self._student_says(final=True)
             episode.timings["ideation_s"] += time.perf_counter() - started
+        transfer = False
         if episode.error or self._turn >= self._ideation_turns:
             if not episode.error:
                 started = time.perf_counter()
                 yield from self._solve()
                 episode.timings["solve_s"] += time.perf_counter() - started
+                transfer = yield from self._transfer(self._delivered_messages())
             self._terminated = True
             if self.ratings is not None and not episode.error:
                 self._update_rating(episode)
-        reward = 1.0 if self._terminated and episode.solved_at is not None else 0.0
-        episode.reward = reward
+        solved = float(episode.solved_at is not None)
         episode.metadata["withheld"] = self._withheld
         episode.reward_components = {
-            "solved": float(episode.solved_at is not None),
+            "solved": solved,
             "withheld": float(self._withheld),
             "submissions": float(len(self._attempts)),
+            "success": solved,
+            "leaked": float(self._leaked),
+            "transfer": float(transfer),
         }
+        reward = (
+            weighted_reward(episode.reward_components, self.reward_weights)
+            if self._terminated
+            else 0.0
+        )
+        episode.reward = reward
         return self._step_result(reward, action_error, episode, "tutor")
+
+    def _delivered_messages(self) -> str | None:
+        """The teacher's messages the student saw (none withheld), for the transfer attempt."""
+        delivered = [
+            t["content"] for t in self._dialogue if t["role"] == "teacher" and not t["withheld"]
+        ]
+        return "\n\n".join(delivered) or None
 
     # ------------------------------------------------------------- ideation
     def _student_says(self, final: bool):
@@ -327,6 +360,7 @@ class TutorEnv(FlowEnv):
             action_error=action_error,
         )
         if message is not None:
+            self._leaked += int(answer_leaked(self._problem, message))
             check = rules_check(self._problem, message)
             if not check.leak and self.checker_spec != "rules":
                 check = yield from self._llm_check(message)

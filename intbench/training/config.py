@@ -44,6 +44,13 @@ penalty (:func:`~intbench.training.monitor_format_reward`).  Feedback envs
 keep TRL's own defaults."""
 
 
+TRAINING_REWARD = "teaching"
+"""The reward preset of a GRPO run whose ``env_options`` name none: success and
+transfer, less a leak (:data:`intbench.envs.rewards.PRESETS`), so that stating
+the answer scores below waiting.  ``intbench audit-reward`` checks any other
+choice before a run."""
+
+
 @dataclass
 class TrainConfig:
     """Everything a ``intbench train`` run needs (defaults in brackets).
@@ -54,7 +61,8 @@ class TrainConfig:
             single-decision reward, ``-Feedback-`` ids the multi-turn rollout
             [``"IntBench-Math-v0"``].
         env_options: extra ``gym.make`` keyword arguments (``increment``,
-            ``reward``, ``k_max``, ...) [{}].
+            ``reward``, ``k_max``, ...); GRPO's ``reward`` defaults to
+            :data:`TRAINING_REWARD` [{}].
         model: the policy: ``"smollm2"`` (a trainable copy of the embedded
             model), ``"hf:<dir>"`` or a plain directory [``"smollm2"``].
         student: the frozen student's model spec [``"smollm2"``].
@@ -150,6 +158,7 @@ class TrainConfig:
     def env_kwargs(self) -> dict[str, Any]:
         """``gym.make`` keyword arguments for the training env."""
         return {
+            "reward": TRAINING_REWARD,
             **self.env_options,
             "student": self.student,
             "source": self.source,

@@ -63,8 +63,10 @@ class FeedbackRollout:
     Build the training set with :meth:`dataset` (it registers each prompt, so
     the rollout knows which problem and seed a prompt stands for), then pass
     ``rollout_func=rollout`` and ``reward_funcs=[feedback_reward]``.  Extra
-    fields handed to the reward functions: ``episode_reward``, ``solved``,
-    ``teacher_turns`` and ``leaked`` (one value per sample).
+    fields handed to the reward functions: ``episode_reward`` (the env's reward
+    summed over the episode: with the ``teaching`` preset, success and transfer
+    less each leaking turn), ``solved``, ``teacher_turns``, ``leaked`` (leaking
+    turns) and ``transfer`` (one value per sample).
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class FeedbackRollout:
         rewards = [0.0] * len(prompts)
         turns = [0] * len(prompts)
         leaked = [0.0] * len(prompts)
+        transfer = [0.0] * len(prompts)
         # With vLLM, TRL corrects for the sampler's mismatch with the policy and so needs
         # the sampled tokens' log-probabilities; the masked env tokens get 0.
         logprobs: list[list[float]] | None = [[] for _ in prompts] if _uses_vllm(trainer) else None
@@ -206,7 +209,8 @@ class FeedbackRollout:
                     logprobs[i] = [0.0]
             episode = envs[i].last_episode
             if episode is not None:
-                leaked[i] = float(any(f.leaked for f in episode.feedback))
+                leaked[i] = float(sum(f.leaked for f in episode.feedback))
+                transfer[i] = float(episode.reward_components.get("transfer", 0.0))
         return {
             "prompt_ids": prompt_ids,
             "completion_ids": completion_ids,
@@ -219,6 +223,7 @@ class FeedbackRollout:
             ],
             "teacher_turns": turns,
             "leaked": leaked,
+            "transfer": transfer,
         }
 
 
@@ -341,13 +346,14 @@ def feedback_reward(
     solved: list[float],
     teacher_turns: list[int],
     leaked: list[float],
+    transfer: list[float] | None = None,
     log_metric=None,
     **_: Any,
 ) -> list[float]:
-    """TRL reward function: the episode outcome from :class:`FeedbackRollout`.
+    """TRL reward function: the episode reward from :class:`FeedbackRollout`.
 
-    Logs ``feedback/solved``, ``feedback/teacher_turns`` and ``feedback/leaked``
-    (batch means) through ``log_metric``.
+    Logs ``feedback/solved``, ``feedback/teacher_turns``, ``feedback/leaked``
+    and ``feedback/transfer`` (batch means) through ``log_metric``.
     """
     if len(episode_reward) != len(completions):
         raise ValueError(
@@ -357,4 +363,6 @@ def feedback_reward(
         log_metric("feedback/solved", float(np.mean(solved)))
         log_metric("feedback/teacher_turns", float(np.mean(teacher_turns)))
         log_metric("feedback/leaked", float(np.mean(leaked)))
+        if transfer is not None:
+            log_metric("feedback/transfer", float(np.mean(transfer)))
     return [float(r) for r in episode_reward]

@@ -9,8 +9,10 @@ seed, fast-forwards to the same increment with ``wait`` steps and applies the
 parsed action.  An intervention ends the episode (student continuation +
 verifier); a *wait* is played out by waiting until the trace ends, so its
 value is the no-intervention outcome.  The reward is the env's reward (the
-``reward`` env option picks the preset) and every reward component is logged
-through TRL's ``log_metric`` as ``monitor/<component>``.
+``reward`` env option picks the preset; training configs default to
+``teaching``, where a leaked answer scores below waiting and the env adds the
+student's attempt at a variant, :mod:`intbench.envs.transfer`) and every reward
+component is logged through TRL's ``log_metric`` as ``monitor/<component>``.
 """
 
 from __future__ import annotations
@@ -218,7 +220,7 @@ class MonitorReward:
         )
         self.last_components = [components for _, components, _ in results]
         if log_metric is not None:
-            for name in COMPONENTS:
+            for name in COMPONENTS["monitor"]:
                 log_metric(
                     f"monitor/{name}", float(np.mean([c[name] for c in self.last_components]))
                 )

@@ -1,0 +1,367 @@
+"""Training rewards where telling loses, the transfer component and the reward audit.
+
+Every exploit of issue 37's first bullet is here as a test that now shows
+tell < never: a feedback message that is just ``\\boxed{6}`` under
+``feedback_grpo.yaml``, telling on the monitor env under ``helpfulness`` and
+``success``, and a telling teacher against one that never helps under every
+shipped config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import intbench  # noqa: F401  (registers the ids)
+import intbench.training
+from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.cli import main
+from intbench.envs.rewards import COMPONENTS, PRESETS, presets_for, telling_margin
+from intbench.generalization.variant_set import write_variant_set
+from intbench.records import Problem
+
+CONFIGS = Path(intbench.training.__file__).parent / "configs"
+GRPO_CONFIGS = sorted(p for p in CONFIGS.glob("*.yaml") if "grpo" in p.name)
+METHOD = "Work out what is asked first, then do one step at a time."
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+
+
+def sums(k: int = 4) -> list[Problem]:
+    return [
+        Problem(id=f"s/{i}", domain="math", question=f"What is {i} + 20?", answer=str(i + 20))
+        for i in range(k)
+    ]
+
+
+def sum_variants(problems: list[Problem]) -> list[Problem]:
+    return [
+        Problem(
+            id=f"{p.id}/v",
+            domain="math",
+            question=f"What is {i} + 50?",
+            answer=str(i + 50),
+            metadata={"variant_of": p.id, "skill": "addition"},
+        )
+        for i, p in enumerate(problems)
+    ]
+
+
+class Student:
+    """Right alone only on ``alone_right``; copies an answer it is told; solves a
+    variant only after the method (``METHOD``) was taught.  Counts its calls."""
+
+    def __init__(self, problems: list[Problem], variants: list[Problem], alone_right=()):
+        self.known = [*problems, *variants]
+        self.alone_right = set(alone_right)
+        self.calls = 0
+
+    def __call__(self, messages) -> str:
+        self.calls += 1
+        text = "\n".join(m["content"] for m in messages)
+        problem = max(
+            (p for p in self.known if p.question in text), key=lambda p: text.rfind(p.question)
+        )
+        told = text.replace(problem.question, "")
+        if problem.id.endswith("/v"):
+            solved = METHOD in text
+        else:
+            solved = problem.id in self.alone_right or METHOD in text or problem.answer in told
+        return f"So \\boxed{{{problem.answer if solved else 999}}}."
+
+    def backend(self) -> ScriptedBackend:
+        return ScriptedBackend(self, spec=f"scripted:student-{id(self)}")
+
+
+def monitor_env(student: Student, problems, tmp_path, **kwargs):
+    path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
+    return gym.make(
+        "IntBench-Math-v0",
+        student=student.backend(),
+        problems=problems,
+        variants=str(path),
+        increment=400,
+        **kwargs,
+    )
+
+
+def monitor_reward(env, index: int, action) -> tuple[float, dict]:
+    env.reset(seed=0, options={"problem_index": index})
+    done = False
+    while not done:
+        _, reward, done, _, info = env.step(action)
+    return reward, info["reward_components"]
+
+
+WAIT = {"intervene": 0, "message": ""}
+
+
+# ------------------------------------------------------------- telling loses
+@pytest.mark.parametrize("protocol", sorted(COMPONENTS))
+def test_every_preset_scores_a_leak_below_silence_whatever_the_outcomes(protocol):
+    for name in presets_for(protocol):
+        assert telling_margin(PRESETS[name], protocol) < 0, name
+    # What the exploits used: the outcome alone lets telling win or tie.
+    assert telling_margin({"success": 1.0}, protocol) == 1.0
+    assert telling_margin({"success": 1.0, "leaked": -1.0}, protocol) == 0.0  # 0 vs 0: a gamble
+
+
+@pytest.mark.parametrize(
+    "preset", ["helpfulness", "success", "pedagogical", "teaching", "transfer"]
+)
+@pytest.mark.parametrize("alone_right", [False, True])
+def test_monitor_telling_scores_below_waiting(preset, alone_right, tmp_path):
+    problems = sums()
+    student = Student(problems, sum_variants(problems), alone_right={"s/1"} if alone_right else ())
+    env = monitor_env(student, problems, tmp_path, reward=preset)
+    told, parts = monitor_reward(env, 1, {"intervene": 1, "message": "The answer is 21."})
+    waited, _ = monitor_reward(env, 1, WAIT)
+    assert parts["leaked"] == 1.0 and parts["success"] == 1.0  # the student copied it
+    assert told < waited
+
+
+def feedback_config_env(student: Student, problems, tmp_path):
+    from intbench.training import load_config
+
+    config = load_config(CONFIGS / "feedback_grpo.yaml")
+    options = {**config.env_kwargs(), "student": student.backend(), "problems": problems}
+    for key in ("source", "split", "n", "data_seed"):
+        options.pop(key)
+    path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
+    return gym.make(config.env, **options, variants=str(path))
+
+
+def feedback_return(env, index: int, message: str | None) -> tuple[float, dict]:
+    env.reset(seed=0, options={"problem_index": index})
+    total, done, info = 0.0, False, {}
+    while not done:
+        action = {"intervene": 1, "message": message} if message else WAIT
+        _, reward, done, _, info = env.step(action)
+        total += reward
+    return total, info["record"]["reward_components"]
+
+
+def test_feedback_boxed_answer_scores_below_no_feedback_under_feedback_grpo_yaml(tmp_path):
+    problems = [Problem(id="s/0", domain="math", question="What is gcd(84, 18)?", answer="6")]
+    env = feedback_config_env(Student(problems, sum_variants(problems)), problems, tmp_path)
+    told, parts = feedback_return(env, 0, "\\boxed{6}")
+    silent, _ = feedback_return(env, 0, None)
+    assert parts["success"] == 1.0 and parts["leaked"] == 1.0
+    assert told < silent  # it was +1.00 against 0.00
+    taught, parts = feedback_return(env, 0, METHOD)
+    assert parts["transfer"] == 1.0 and taught > silent
+
+
+def test_feedback_charges_every_leaking_turn():
+    problems = [Problem(id="s/0", domain="math", question="What is 3 + 4?", answer="7")]
+    env = gym.make(
+        "IntBench-Math-Feedback-v0", student="scripted:text=So \\boxed{1}.", problems=problems,
+        k_max=3, reward={"leaked": -1.0},
+    )  # fmt: skip
+    env.reset(seed=0)
+    action = {"intervene": 1, "message": "Think of 7 as the target."}
+    rewards = [env.step(action)[1] for _ in range(3)]
+    assert rewards == [0.0, -1.0, -1.0]  # attempt 1 has no teacher turn; then two leaks
+    assert env.unwrapped.last_episode.reward_components["leaked"] == 2.0
+
+
+def test_tutor_telling_scores_below_silence(tmp_path):
+    problems = sums(2)
+    student = Student(problems, sum_variants(problems))
+    env = gym.make(
+        "IntBench-Math-Tutor-v0", student=student.backend(), problems=problems,
+        ideation_turns=1, submissions=1,
+    )  # fmt: skip
+    scores = {}
+    for name, message in {"tell": "The answer is 20.", "never": None}.items():
+        env.reset(seed=0, options={"problem_index": 0})
+        action = {"intervene": 1, "message": message} if message else WAIT
+        _, scores[name], _, _, info = env.step(action)
+    assert info["record"]["reward_components"]["leaked"] == 0.0
+    assert scores["tell"] < scores["never"]
+
+
+# ------------------------------------------------------------------ transfer
+def test_transfer_pays_for_teaching_the_method_not_for_telling(tmp_path):
+    problems = sums()
+    student = Student(problems, sum_variants(problems))
+    env = monitor_env(student, problems, tmp_path, reward="transfer")
+    _, told = monitor_reward(env, 2, {"intervene": 1, "message": "It is 22."})
+    _, taught = monitor_reward(env, 2, {"intervene": 1, "message": METHOD})
+    _, waited = monitor_reward(env, 2, WAIT)
+    assert (told["transfer"], taught["transfer"], waited["transfer"]) == (0.0, 1.0, 0.0)
+    assert told["success"] == taught["success"] == 1.0  # both fixed the original problem
+    record = env.unwrapped.last_episode
+    assert record.metadata["transfer"] == [
+        {"variant_id": "s/2/v", "with_message": False, "solved": False, "error": None}
+    ]
+
+
+def test_generated_problems_get_procedural_variants():
+    from intbench.envs.domains import load_problems
+
+    problems = load_problems("math", n=2, seed=0)
+    student = Student(problems, [])
+    seen = []
+
+    def spy(messages):
+        seen.append(messages[-1]["content"])
+        return student(messages) if "New problem:" not in seen[-1] else "So \\boxed{0}."
+
+    env = gym.make(
+        "IntBench-Math-v0", student=ScriptedBackend(spy), problems=problems, reward="teaching",
+        increment=10_000,
+    )  # fmt: skip
+    variant_ids = []
+    for seed in (5, 5, 6):
+        env.reset(seed=seed, options={"problem_index": 0})
+        env.step({"intervene": 1, "message": METHOD})
+        variant_ids.append(env.unwrapped.last_episode.metadata["transfer"][0]["variant_id"])
+    assert variant_ids[0] == variant_ids[1]  # the same reset seed, the same variant
+    assert all(v.startswith(problems[0].id + "/variant/") for v in variant_ids)
+    variant_prompt = next(text for text in seen if "New problem:" in text)
+    assert problems[0].question not in variant_prompt.split("New problem:")[1]
+    assert METHOD in variant_prompt
+
+
+def test_transfer_without_variants_is_a_one_line_error():
+    with pytest.raises(ValueError, match="intbench variants") as error:
+        gym.make("IntBench-Math-v0", student="scripted:text=x", problems=sums(), reward="teaching")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="no variant of 1 problem"):
+        gym.make(
+            "IntBench-Math-Feedback-v0", student="scripted:text=x", problems=sums(),
+            reward="transfer", variants=str(_partial_set()),
+        )  # fmt: skip
+
+
+def _partial_set() -> Path:
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "v.jsonl"
+    return write_variant_set(path, sum_variants(sums())[:3])
+
+
+@pytest.mark.parametrize("protocol", ["", "-Feedback", "-Tutor"])
+def test_no_variant_attempt_unless_the_reward_reads_transfer(protocol, tmp_path):
+    problems = sums(2)
+    calls = {}
+    for preset in ("success", "teaching"):
+        student = Student(problems, sum_variants(problems))
+        path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
+        env = gym.make(
+            f"IntBench-Math{protocol}-v0", student=student.backend(), problems=problems,
+            reward=preset, variants=str(path),
+        )  # fmt: skip
+        env.reset(seed=0, options={"problem_index": 1})
+        done = False
+        while not done:
+            _, _, done, _, _ = env.step({"intervene": 1, "message": METHOD})
+        calls[preset] = student.calls
+        extra = env.unwrapped.last_episode.metadata.get("transfer")
+        assert (extra is None) == (preset == "success")
+    assert calls["teaching"] == calls["success"] + 1  # one variant attempt, one teacher turn
+
+
+def test_monitor_grpo_reward_computes_transfer_only_for_the_preset(tmp_path):
+    from intbench.training import MonitorReward, monitor_states
+    from intbench.training.monitor import monitor_reply
+
+    problems = sums(2)
+    path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
+    for preset, expected in (("teaching", [2.0, -2.0, 0.0]), ("helpfulness", [1.0, -1.0, 0.0])):
+        student = Student(problems, sum_variants(problems))
+        kwargs = {"student": student.backend(), "problems": problems, "increment": 400,
+                  "reward": preset, "variants": str(path)}  # fmt: skip
+        row = monitor_states("IntBench-Math-v0", kwargs, seed=0)[0]
+        answer = problems[row["problem_index"]].answer
+        logged = {}
+        rewards = MonitorReward("IntBench-Math-v0", kwargs)(
+            prompts=[row["prompt"]] * 3,
+            completions=[
+                monitor_reply(True, METHOD),
+                monitor_reply(True, f"The answer is {answer}."),
+                monitor_reply(False),
+            ],
+            problem_index=[row["problem_index"]] * 3,
+            waits=[row["waits"]] * 3,
+            seed=[row["seed"]] * 3,
+            log_metric=logged.__setitem__,
+        )
+        assert rewards == expected
+        assert logged["monitor/transfer"] == pytest.approx(1 / 3 if preset == "teaching" else 0)
+
+
+def test_grpo_configs_default_to_the_teaching_reward():
+    from intbench.training import load_config
+
+    assert load_config(None).env_kwargs()["reward"] == "teaching"
+    for path in GRPO_CONFIGS:
+        reward = load_config(path).env_kwargs()["reward"]
+        assert reward == "teaching" or path.name == "monitor_grpo_demo.yaml", path.name
+
+
+# --------------------------------------------------------------------- audit
+@pytest.mark.parametrize("config", GRPO_CONFIGS, ids=lambda p: p.name)
+def test_audit_ranks_never_above_tell_on_every_shipped_config(config, capsys):
+    assert main(["audit-reward", "--config", str(config), "-n", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "never" in out and "tell:graded" in out and "hint" in out and out.count("[") == 5
+
+
+@pytest.mark.parametrize(
+    "env, reward",
+    [
+        ("IntBench-Math-Feedback-v0", "{success: 1.0}"),  # the old feedback default
+        ("IntBench-Math-Feedback-v0", "{auc: 1.0}"),
+        ("IntBench-Math-v0", "{helpfulness: 1.0}"),  # the old monitor default
+        ("IntBench-Math-v0", "{success: 1.0, leaked: -1.0}"),  # zeroing a leaked success: a tie
+    ],
+)
+def test_audit_fails_a_reward_that_pays_for_telling(env, reward, tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text(f"method: grpo\nenv: {env}\nenv_options:\n  reward: {reward}\n")
+    assert main(["audit-reward", "--config", str(config), "-n", "6"]) == 1
+    assert "FAIL: tell:graded" in capsys.readouterr().out
+
+
+def test_audit_refuses_a_bad_config(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text("method: grpo\nenv_options: {reward: nope}\n")
+    assert main(["audit-reward", "--config", str(config)]) == 2
+    assert "unknown monitor reward preset 'nope'" in capsys.readouterr().err
+    assert main(["audit-reward", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert main(["audit-reward", "--config", str(CONFIGS / "sft.yaml")]) == 2
+    assert "audit-reward checks GRPO rewards" in capsys.readouterr().err
+
+
+def test_audit_of_several_configs_fails_when_one_fails(tmp_path, capsys):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("method: grpo\nenv_options: {reward: {success: 1.0}}\n")
+    good = str(CONFIGS / "monitor_grpo.yaml")
+    assert main(["audit-reward", "--config", good, str(bad), "-n", "4"]) == 1
+    assert main(["audit-reward", "--config", good, good, "-n", "4"]) == 0
+
+
+def test_audit_flags_forwarded_tests_and_ignores_problems_without_a_turn():
+    from intbench.metrics.estimate import Estimate
+    from intbench.training.audit import TeacherScore, telling_wins
+
+    def score(name, per, no_turn=()):
+        return TeacherScore(name, Estimate(sum(per.values()) / len(per)), per, set(no_turn))
+
+    never = score("never", {"a": 1.0, "b": 0.0}, no_turn={"a"})
+    # "a" ended before any teacher turn (solved at once): equal there, and that is no choice
+    assert telling_wins([never, score("tell:x", {"a": 1.0, "b": -2.0}, no_turn={"a"})]) == []
+    assert telling_wins([never, score("forward-tests", {"a": 1.0, "b": 1.0}, {"a"})]) == [
+        "forward-tests"
+    ]
+    # below never on average, yet a tie on a problem with a turn: a gamble, flagged
+    tied = score("tell:y", {"a": -5.0, "b": 0.0})
+    assert telling_wins([score("never", {"a": 1.0, "b": 0.0}), tied]) == ["tell:y"]
+    assert telling_wins([never, score("hint", {"a": 1.0, "b": 5.0}, {"a"})]) == []
