@@ -195,13 +195,14 @@ def forwarding_episode(problem: Problem, execution_tests: str, mode: str):
         execution_tests=execution_tests,
     )
     obs, _ = env.reset(seed=0)
-    obs, reward, done, _, info = env.step(0)
+    obs, episode_return, done, _, info = env.step(0)
     messages = []
     while not done:
         messages.append(obs["execution"])
         obs, reward, done, _, info = env.step({"intervene": 1, "message": obs["execution"]})
+        episode_return += reward
     env.close()
-    return reward, messages, info["record"]
+    return episode_return, messages, info["record"]
 
 
 @pytest.mark.parametrize("number", [0, 35])
@@ -219,14 +220,16 @@ def test_forwarding_the_failing_assertion_no_longer_solves_humaneval(number, mod
 
 
 @pytest.mark.parametrize("number", [0, 35])
-def test_the_papers_setting_still_has_the_exploit_and_the_check_flags_it(number):
+def test_the_papers_setting_still_shows_held_out_io_and_the_reward_charges_it(number):
     problem = humaneval(number)
-    reward, messages, record = forwarding_episode(problem, "all", "feedback")
-    assert reward == 1.0
+    episode_return, messages, record = forwarding_episode(problem, "all", "feedback")
+    assert record["reward_components"]["success"] == 1.0  # the student does solve it
     assert any(forwards_held_out_io(problem, m) for m in messages)
-    # the domain's leak detector includes the check, so every reward and audit sees the leak
+    # the domain's leak detector includes the check, so every reward and audit sees the
+    # leak: each forwarding turn costs more than the success pays
     assert any(answer_leaked(problem, m) for m in messages)
-    assert any(turn["leaked"] for turn in record["feedback"])
+    leaks = sum(turn["leaked"] for turn in record["feedback"])
+    assert leaks >= 1 and episode_return < 0.0
 
 
 # ------------------------------------------------------------- the leak check
