@@ -87,7 +87,9 @@ def test_history_controls_what_student_and_teacher_see():
         student = CountingStudent(right_at=99)
         env = make(student, history=h, k_max=6)
         env.reset(seed=0)
-        for turn in range(1, 5):  # reset plays attempt 1; "hint number k" is the feedback on attempt k
+        for turn in range(
+            1, 5
+        ):  # reset plays attempt 1; "hint number k" is the feedback on attempt k
             _, _, _, _, info = env.step({"intervene": 1, "message": f"hint number {turn}"})
         seen[h] = (student.prompts[-1][-1]["content"], info["messages"][-1]["content"])
     student_h1, teacher_h1 = seen[1]

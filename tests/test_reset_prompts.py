@@ -21,7 +21,9 @@ def _cache(tmp_path, monkeypatch):
 @pytest.mark.parametrize("env_id", all_env_ids())
 def test_reset_gives_the_teachers_chat_prompt(env_id):
     domain = gym.spec(env_id).kwargs["domain"]
-    env = gym.make(env_id, student=ScriptedBackend(lambda m: WRONG), problems=[_problem_for(domain)])
+    env = gym.make(
+        env_id, student=ScriptedBackend(lambda m: WRONG), problems=[_problem_for(domain)]
+    )
     _, info = env.reset(seed=0)
     messages = info["messages"]
     assert messages and all(set(m) == {"role", "content"} for m in messages)
