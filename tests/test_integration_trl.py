@@ -9,7 +9,7 @@ import torch
 
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.integrations.trl import environment_factory, tool_dataset, with_tool_calling
-from tests.test_training import TRACE, grpo_args, math_problems, teach_replies
+from tests.test_training import TRACE, math_problems
 
 pytest.importorskip("trl")
 
@@ -120,41 +120,6 @@ def test_tool_calling_template_for_smollm2(tiny_model_dir):
     call = '<tool_call>\n{"name": "wait", "arguments": {}}\n</tool_call><|im_end|>'
     parsed = tokenizer.parse_response(tokenizer(call)["input_ids"], prefix="")
     assert parsed["tool_calls"][0]["function"]["name"] == "wait"
-
-
-FEEDBACK_CALL = (
-    '<tool_call>\n{"name": "give_feedback", "arguments": {"feedback": "carry"}}\n</tool_call>'
-)
-WAIT_CALL = '<tool_call>\n{"name": "wait", "arguments": {}}\n</tool_call>'
-
-
-def test_grpo_calls_the_tools_and_logs_the_env_reward(tiny_model_dir, tmp_path):
-    """A tiny policy taught to emit either tool call: the feedback call solves, waiting
-    does not, so the logged reward is the env's and lies strictly between 0 and 1."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
-
-    Env = feedback_factory()
-    dataset = tool_dataset(Env, size=8)
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    tokenizer = with_tool_calling(AutoTokenizer.from_pretrained(tiny_model_dir))
-    probe = Env()
-    tools = [probe.give_feedback, probe.wait]
-    prompts = [
-        row["prompt"][:-1] + [{"role": "user", "content": probe.reset(**row)}] for row in dataset
-    ]
-    teach_replies(model, tokenizer, prompts, [FEEDBACK_CALL, WAIT_CALL], tools=tools)
-    trainer = GRPOTrainer(
-        model=model,
-        args=grpo_args(tmp_path, max_steps=1, max_completion_length=48),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        environment_factory=Env,
-    )
-    trainer.train()
-    logged = trainer.state.log_history[0]
-    assert logged["tools/call_frequency"] > 0
-    assert 0.0 < logged["rewards/IntBench_Math_Feedback_v0/mean"] < 1.0
 
 
 def test_cli_config_trains_the_embedded_model_with_tools(tmp_path):

@@ -136,7 +136,7 @@ def test_monitor_reward_refuses_a_feedback_env():
 
 
 def teach_replies(
-    model, tokenizer, prompts: list[list[dict]], replies: list[str], steps: int = 80, tools=None
+    model, tokenizer, prompts: list[list[dict]], replies: list[str], steps: int = 80
 ) -> None:
     """Warm-start a random tiny model to answer ``prompts`` with a mix of ``replies``.
 
@@ -145,7 +145,7 @@ def teach_replies(
     """
     torch.manual_seed(0)
     contexts = [
-        tokenizer.apply_chat_template(p, tools=tools, add_generation_prompt=True, tokenize=False)
+        tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=False)
         for p in prompts[:2]
     ]
     pairs = [(c, r + tokenizer.eos_token) for c in contexts for r in replies]
