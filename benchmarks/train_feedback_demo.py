@@ -218,8 +218,8 @@ def reference_policies(problem_list: list[Problem], k_max: int) -> dict:
         rewards = {}
         for index, problem in enumerate(problem_list):
             numbers = [int(n) for n in _QUESTION.search(problem.question).groups()]
-            env.reset(seed=index, options={"problem_index": index})
-            _, total, terminated, _, _ = env.step({"intervene": 0, "message": ""})
+            env.reset(seed=index, options={"problem_index": index})  # plays attempt 1
+            total, terminated = 0.0, False
             while not terminated:
                 _, reward, terminated, _, _ = env.step(policy(numbers))
                 total += reward

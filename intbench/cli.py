@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "intbench.commands.eval",
     "intbench.commands.report",
     "intbench.commands.serve",
+    "intbench.commands.serve_env",
     "intbench.commands.variants",
     "intbench.commands.analyze",
     "intbench.commands.train",

@@ -92,7 +92,7 @@ MIXED = {"intervene": np.array([0, 1]), "message": ("", "Check the last step.")}
 # the 3 steps end episodes (the step after an end autoresets).
 SHORT_EPISODES = {
     "monitor": ({"increment": 10**6}, [True, False, True]),
-    "feedback": ({"k_max": 2}, [False, True, False]),  # step 1 is the student alone
+    "feedback": ({"k_max": 2}, [True, False, True]),  # attempt 1 is played at reset
     "tutor": ({"ideation_turns": 1}, [True, False, True]),
 }
 VECTOR_MODES = [
@@ -202,11 +202,9 @@ MALFORMED_ORACLE = [
 
 
 def _teacher_turn(env_id: str, tmp_path, **kwargs) -> gym.Env:
-    """An env reset to a step where the action is read (feedback: after attempt 1)."""
+    """An env reset to a step where the action is read (every protocol: at reset)."""
     env = make(env_id, tmp_path, **kwargs)
     env.reset(seed=0)
-    if protocol_of(env_id) == "feedback":
-        env.step({"intervene": 0, "message": ""})
     return env
 
 

@@ -59,10 +59,10 @@ def run_episode(env, action):
     return steps, reward, info
 
 
-def test_right_on_attempt_three_ends_at_step_three():
+def test_right_on_attempt_three_ends_at_step_two():
     env = make(CountingStudent(right_at=3))
     steps, reward, info = run_episode(env, {"intervene": 1, "message": "Check 17*3 again."})
-    assert steps == 3 and reward == 1.0
+    assert steps == 2 and reward == 1.0
     record = info["record"]
     assert record["solved_at"] == 3 and len(record["attempts"]) == 3
     assert [f["message"] for f in record["feedback"]] == ["Check 17*3 again."] * 2
@@ -76,10 +76,10 @@ def test_right_on_attempt_three_ends_at_step_three():
 def test_k_max_ends_unsolved_and_auc_reward():
     env = make(CountingStudent(right_at=99), k_max=4)
     steps, reward, info = run_episode(env, 0)
-    assert steps == 4 and reward == 0.0 and info["record"]["solved_at"] is None
+    assert steps == 3 and reward == 0.0 and info["record"]["solved_at"] is None
     env = make(CountingStudent(right_at=2), k_max=4, reward="auc")
     steps, reward, _ = run_episode(env, 0)
-    assert steps == 2 and reward == pytest.approx(3 / 4)
+    assert steps == 1 and reward == pytest.approx(3 / 4)
 
 
 def test_history_window_is_turns_k_to_n():
@@ -108,10 +108,8 @@ HISTORY_CASES = {
 def test_history_controls_what_student_and_teacher_see(h):
     student = CountingStudent(right_at=99)
     env = make(student, history=h, k_max=6)
-    env.reset(seed=0)
-    for turn in range(
-        4
-    ):  # step 1 is attempt 1; the action of step t+1 is the feedback on attempt t
+    _, info = env.reset(seed=0)  # reset plays attempt 1
+    for turn in range(1, 4):  # "hint number t" is the feedback on attempt t
         _, _, _, _, info = env.step({"intervene": 1, "message": f"hint number {turn}"})
     teacher = info["messages"][-1]["content"]
     env.step({"intervene": 1, "message": "hint number 4"})
@@ -138,15 +136,30 @@ def test_history_0_is_allowed_and_negative_history_is_refused():
 def test_answer_reference_reaches_only_the_teacher():
     student = CountingStudent(right_at=99)
     env = make(student, teacher_reference="answer", k_max=3)
-    obs, _ = env.reset(seed=0)
-    teacher_prompts = []
-    for _ in range(2):
-        obs, _, _, _, info = env.step({"intervene": 1, "message": "Try again."})
-        teacher_prompts.append(info["messages"][-1]["content"])
-        assert obs["reference"] == "51"
+    obs, info = env.reset(seed=0)
+    teacher_prompts = [info["messages"][-1]["content"]]
+    obs, _, _, _, info = env.step({"intervene": 1, "message": "Try again."})
+    teacher_prompts.append(info["messages"][-1]["content"])
+    assert obs["reference"] == "51"
     assert all("ground-truth final answer" in t and "51" in t for t in teacher_prompts)
     for prompt in student.prompts:
         assert all("Reference" not in m["content"] for m in prompt)
+
+
+def test_reset_gives_the_teacher_prompt_on_attempt_one():
+    obs, info = make(CountingStudent(right_at=2)).reset(seed=0)
+    assert info["teacher_turn"] and info["attempt"] == 1 and obs["attempt"] == "I get \\boxed{41}"
+    assert "\\boxed{41}" in info["messages"][-1]["content"]
+
+
+def test_attempt_one_right_ends_at_the_first_step_whatever_the_action():
+    env = make(CountingStudent(right_at=1))
+    obs, info = env.reset(seed=0)
+    assert not info["teacher_turn"] and info["messages"] == [] and obs["solved"] == 1
+    _, reward, done, _, info = env.step({"intervene": 1, "message": "The answer is 51."})
+    assert done and reward == 1.0 and info["record"]["feedback"] == []
+    with pytest.raises(RuntimeError, match="episode is over"):
+        env.step(0)
 
 
 def test_leaking_feedback_is_flagged():
@@ -159,7 +172,7 @@ def test_modes_self_refine_and_self_critique():
     student = CountingStudent(right_at=3)
     env = make(student, mode="self_refine")
     steps, _, info = run_episode(env, {"intervene": 1, "message": "ignored"})
-    assert steps == 3 and all(f["message"] is None for f in info["record"]["feedback"])
+    assert steps == 2 and all(f["message"] is None for f in info["record"]["feedback"])
     assert info["record"]["condition"] == "self_refine"
 
     # the separate critique prompt is the self_critique control (self-feedback is the
@@ -167,7 +180,7 @@ def test_modes_self_refine_and_self_critique():
     student = CountingStudent(right_at=3)
     env = make(student, mode="self_critique")
     steps, _, info = run_episode(env, 0)
-    assert steps == 3 and info["record"]["condition"] == "self_critique"
+    assert steps == 2 and info["record"]["condition"] == "self_critique"
     assert [f["source"] for f in info["record"]["feedback"]] == ["self", "self"]
     assert info["record"]["feedback"][0]["message"] == "Recheck the multiplication."
 
@@ -175,7 +188,6 @@ def test_modes_self_refine_and_self_critique():
 def test_raw_text_and_malformed_actions():
     env = make(CountingStudent(right_at=99), k_max=4)
     env.reset(seed=0)
-    env.step(0)
     _, _, _, _, info = env.step("<think>hmm</think><feedback>Carry the one.</feedback>")
     assert env.unwrapped._feedback[-1] == "Carry the one."
     _, _, _, _, info = env.step({"intervene": 1, "message": ""})
@@ -214,8 +226,7 @@ def test_execution_context_modes_reach_the_teacher(mode, expect):
         problems=[CODE_PROBLEM],
         execution_context=mode,
     )
-    env.reset(seed=0)
-    obs, _, _, _, info = env.step(0)
+    obs, info = env.reset(seed=0)
     teacher = info["messages"][-1]["content"]
     if expect is None:
         assert "Execution results" not in teacher and obs["execution"] == ""

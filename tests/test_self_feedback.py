@@ -60,7 +60,7 @@ def test_self_feedback_is_the_student_in_the_teacher_role_with_the_teacher_promp
     student = Student()
     env, steps, record = _episode(student, mode="self_feedback", teacher_reference="answer")
     # attempts 1, 2 wrong, 3 right: two feedback turns, written by the student's model
-    assert steps == 3 and record["solved_at"] == 3
+    assert steps == 2 and record["solved_at"] == 3
     feedback_prompts = [p for p in student.prompts if as_teacher(p)]
     assert len(feedback_prompts) == 2
     # the feedback prompt is the teacher's (A.8), reference access included, for attempt 2

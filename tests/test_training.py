@@ -479,6 +479,7 @@ def test_shipped_configs_load():
         "monitor_grpo.yaml",
         "monitor_grpo_demo.yaml",
         "sft.yaml",
+        "tools_grpo.yaml",
     ]
     for name in names:
         load_config(folder / name)

@@ -55,6 +55,13 @@ def add_parser(subparsers) -> None:
         "--max-steps", type=int, default=None, help="shortcut for trainer.max_steps"
     )
     parser.add_argument(
+        "--environment-factory",
+        action="store_true",
+        default=None,
+        help="grpo: the policy acts with tool calls through TRL's environment_factory "
+        "(any env id; reward: the env's return)",
+    )
+    parser.add_argument(
         "--lora", action="store_true", help="train LoRA adapters (needs peft) with default settings"
     )
     parser.add_argument(
@@ -83,6 +90,7 @@ def _train(args: argparse.Namespace) -> int:
             records=args.records,
             filter=args.filter,
             output_dir=args.output_dir,
+            environment_factory=args.environment_factory,
         )
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,13 +1,16 @@
 """The feedback protocol: the student retries, a teacher comments on each failure.
 
-Each step is one student attempt.  Step 1 is the student alone (the action is
-ignored: there is nothing to comment on yet); a correct attempt ends the
-episode at once.  After a failed attempt the observation holds the problem,
-the latest attempt, up to ``history`` earlier turns, the verifier's result
-where the domain has one (code execution, ARC grid diagnostics) and the
-reference if ``teacher_reference`` allows; the next action is the teacher's
-feedback, and the student tries again, up to ``k_max`` attempts.  So a student
-right on attempt 3 ends the episode at step 3.
+``reset`` plays attempt 1, the student alone, so the teacher's prompt on it is
+in ``info["messages"]`` at once.  Each step is the teacher's feedback on the
+latest failed attempt (the action) followed by the student's next attempt; a
+correct attempt ends the episode at once.  After a failed attempt the
+observation holds the problem, the latest attempt, up to ``history`` earlier
+turns, the verifier's result where the domain has one (code execution, ARC
+grid diagnostics) and the reference if ``teacher_reference`` allows; the
+student tries up to ``k_max`` times.  So a student right on attempt 3 ends the
+episode at step 2.  When attempt 1 already ends it (right, or an error), the
+teacher has no turn (``info["teacher_turn"]`` is false, ``messages`` empty) and
+the first step, its action ignored, returns the reward and ``terminated``.
 
 Modes: ``teacher`` (the agent writes feedback; ``intervene=0`` is a plain
 retry), ``self_refine`` (no feedback at all, the repeated-attempt control),
@@ -37,7 +40,8 @@ gives the answer away) and ``transfer`` (the mean over teacher turns of a
 fresh variant solved with that turn's feedback in context, paid at the last
 step; see :mod:`intbench.envs.transfer`).  Every preset charges a leak more
 than telling can gain, so a leaking turn scores below no feedback.  ``info`` carries the
-teacher prompt (``messages``), ``attempt`` index, ``solved_at`` (the attempt
+teacher prompt (``messages``: the chat messages for the teacher's next feedback,
+empty when the teacher has no turn), ``teacher_turn``, ``attempt`` index, ``solved_at`` (the attempt
 that was right, 0 while unsolved) and, at the end, ``record`` (the episode
 record, a read-only mapping without wall-clock times; the full record is
 ``env.unwrapped.last_episode``).
@@ -178,10 +182,11 @@ class FeedbackEnv(FlowEnv):
             }
         )
         self.action_space = message_action_space()
+        self._ended_at_reset = False
 
     # ------------------------------------------------------------------ reset
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
-        """Flow version of :meth:`reset` (draws the problem; attempt 1 happens at step 1)."""
+        """Flow version of :meth:`reset` (draws the problem and plays attempt 1)."""
         problem = self._draw_problem(seed, options)
         self._problem = problem
         self._attempts: list[Attempt] = []
@@ -214,33 +219,43 @@ class FeedbackEnv(FlowEnv):
             timings={"student_s": 0.0},
             metadata={"problem": problem.metadata},
         )
+        # Attempt 1 (the student alone) happens here, so the teacher's prompt on it is
+        # ready at reset.  When it already ends the episode (right, or an error), the
+        # first step reports that, action ignored: a reset cannot end an episode.
+        self._first_reward = yield from self._attempt(None)
+        self._ended_at_reset = self._terminated
         return self._observation(), self._info()
-        yield  # a flow, though resetting needs no model call
 
     # ------------------------------------------------------------------- step
     def step_flow(self, action):
         """Flow version of :meth:`step`."""
+        if self._ended_at_reset:
+            self._ended_at_reset = False
+            return self._step_result(self._first_reward, None, self._episode, "feedback")
         self._check_steppable()
-        episode = self._episode
-        action_error = None
-        feedback = None
-        step = {"success": 0.0, "auc": 0.0, "leaked": 0.0, "transfer": 0.0}
-        if self._attempts:
-            feedback, source, action_error = yield from self._feedback_for_turn(action)
-            self._feedback.append(feedback)
-            leaked = answer_leaked(self._problem, feedback)
-            step["leaked"] = float(leaked)
-            episode.feedback.append(
-                FeedbackTurn(
-                    turn=len(self._attempts),
-                    message=feedback,
-                    source=source,
-                    leaked=leaked,
-                    action_error=action_error,
-                )
+        feedback, source, action_error = yield from self._feedback_for_turn(action)
+        self._feedback.append(feedback)
+        leaked = answer_leaked(self._problem, feedback)
+        self._episode.feedback.append(
+            FeedbackTurn(
+                turn=len(self._attempts),
+                message=feedback,
+                source=source,
+                leaked=leaked,
+                action_error=action_error,
             )
-            if self._variants is not None:
-                self._transfers.append((yield from self._transfer(feedback)))
+        )
+        if self._variants is not None:
+            self._transfers.append((yield from self._transfer(feedback)))
+        reward = yield from self._attempt(feedback, leaked)
+        return self._step_result(reward, action_error, self._episode, "feedback")
+
+    def _attempt(self, feedback: str | None, leaked: bool = False):
+        """Flow: the student's next attempt, recorded -> the step's reward (ends the
+        episode when right, on an error or at ``k_max``); ``leaked``: the feedback
+        before it gave the answer away."""
+        episode = self._episode
+        step = {"success": 0.0, "auc": 0.0, "leaked": float(leaked), "transfer": 0.0}
         started = time.perf_counter()
         attempt = yield from self._next_attempt(feedback)
         episode.timings["student_s"] += time.perf_counter() - started
@@ -275,7 +290,7 @@ class FeedbackEnv(FlowEnv):
             "leaked": float(sum(turn.leaked for turn in episode.feedback)),
             "transfer": step["transfer"],
         }
-        return self._step_result(reward, action_error, episode, "feedback")
+        return reward
 
     def _feedback_for_turn(self, action):
         """Flow: -> (feedback text or None, source, action error)."""

@@ -83,6 +83,10 @@ class TrainConfig:
         balanced_states: monitor GRPO: order the decision states so that every
             step holds as many wrong as right student baselines
             (:func:`~intbench.training.monitor.balanced_states`) [false].
+        environment_factory: GRPO through TRL's ``environment_factory``: the
+            policy acts with tool calls (:mod:`intbench.integrations.trl`), on
+            any env id, rewarded with the env's return; the policy's chat
+            template gets tool calling if it lacks it [false].
         records: SFT: run directories written by ``intbench eval`` [[]].
         filter: SFT: which teacher decisions to imitate (see
             :data:`intbench.training.sft.FILTERS`) [``"helpful_no_leak"``].
@@ -108,6 +112,7 @@ class TrainConfig:
     train_layers: int | None = None
     format_priming: dict[str, Any] | None = None
     balanced_states: bool = False
+    environment_factory: bool = False
     records: list[str] = field(default_factory=list)
     filter: str = "helpful_no_leak"
     output_dir: str = "runs/train"
@@ -154,6 +159,12 @@ class TrainConfig:
                 )
         if self.method != "grpo" and (self.format_priming is not None or self.balanced_states):
             raise ValueError("format_priming and balanced_states apply to monitor GRPO only")
+        if self.environment_factory and (
+            self.method != "grpo" or self.format_priming is not None or self.balanced_states
+        ):
+            raise ValueError(
+                "environment_factory is a GRPO option and excludes format_priming and balanced_states"
+            )
 
     def env_kwargs(self) -> dict[str, Any]:
         """``gym.make`` keyword arguments for the training env."""

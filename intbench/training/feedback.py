@@ -32,7 +32,6 @@ FOLLOW_UP = (
     "New attempt:\n{text}\n\n{execution}"
     "Write your next feedback inside <feedback>...</feedback> tags."
 )
-RETRY = {"intervene": 0, "message": ""}
 
 
 def _prompt_key(messages: list[dict]) -> str:
@@ -41,10 +40,9 @@ def _prompt_key(messages: list[dict]) -> str:
 
 
 def _first_attempt_flow(env, problem_index: int, seed: int):
-    """Flow: reset and play attempt 1 (cached); -> (terminated, info)."""
-    yield from env.reset_flow(seed=seed, options={"problem_index": problem_index})
-    _, _, terminated, _, info = yield from env.step_flow(RETRY)
-    return terminated, info
+    """Flow: reset, which plays attempt 1 (cached); -> (ended without a teacher turn, info)."""
+    _, info = yield from env.reset_flow(seed=seed, options={"problem_index": problem_index})
+    return not info["teacher_turn"], info
 
 
 def _feedback_step_flow(env, feedback: str):

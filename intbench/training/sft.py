@@ -175,8 +175,7 @@ def _feedback_examples(record: Episode, problem: Problem, cache_dir: str) -> lis
         cache_dir=cache_dir,
     ).unwrapped
     outputs = record.metadata.get("teacher_outputs") or []
-    env.reset(options={"problem_index": 0, "student_seed": record.seed or 0})
-    _, _, _, _, info = env.step({"intervene": 0, "message": ""})
+    _, info = env.reset(options={"problem_index": 0, "student_seed": record.seed or 0})
     examples = []
     for turn, feedback in enumerate(record.feedback):
         message = feedback.message

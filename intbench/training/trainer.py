@@ -135,6 +135,8 @@ def build_trainer(config: TrainConfig) -> Any:
 
     from trl import GRPOConfig, GRPOTrainer
 
+    if config.environment_factory:
+        return _tool_trainer(config)
     pool = EnvPool(config.env, config.env_kwargs())
     options = config.trainer
     if pool.protocol == "monitor":
@@ -186,6 +188,27 @@ def build_trainer(config: TrainConfig) -> Any:
         processing_class=tokenizer,
         reward_funcs=[feedback_reward],
         rollout_func=rollout,
+    )
+
+
+def _tool_trainer(config: TrainConfig) -> Any:
+    """GRPO through TRL's ``environment_factory``: the policy plays the env with tool
+    calls and the env's return is the reward (:mod:`intbench.integrations.trl`)."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from intbench.integrations.trl import environment_factory, tool_dataset, with_tool_calling
+
+    args = GRPOConfig(
+        output_dir=config.output_dir, seed=config.seed, **trainer_options(config.trainer)
+    )
+    env_class = environment_factory(config.env, **config.env_kwargs())
+    model, tokenizer = _grpo_policy(config, args.beta)
+    return GRPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=tool_dataset(env_class, seed=config.seed),
+        processing_class=with_tool_calling(tokenizer),
+        environment_factory=env_class,
     )
 
 
