@@ -194,12 +194,13 @@ def forwarding_episode(problem: Problem, execution_tests: str, mode: str):
         execution_context=mode,
         execution_tests=execution_tests,
     )
-    obs, _ = env.reset(seed=0)
-    obs, episode_return, done, _, info = env.step(0)
-    messages = []
+    obs, info = env.reset(seed=0)  # reset plays attempt 1
+    episode_return, done, messages = 0.0, False, []
     while not done:
-        messages.append(obs["execution"])
-        obs, reward, done, _, info = env.step({"intervene": 1, "message": obs["execution"]})
+        message = obs["execution"] if info["teacher_turn"] else ""
+        if message:
+            messages.append(message)
+        obs, reward, done, _, info = env.step({"intervene": 1, "message": message})
         episode_return += reward
     env.close()
     return episode_return, messages, info["record"]

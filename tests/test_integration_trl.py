@@ -104,7 +104,7 @@ def test_monitor_and_tutor_tools():
     )
     env = Tutor()
     env.reset(**tool_dataset(Tutor)[0])
-    assert env.send_message("Think about what adding 3 does.") == "Student: How should I start?"
+    assert env.send_message("Count on from the first number.") == "Student: How should I start?"
     assert "did not solve" in env.wait()
     assert env.get_reward() == 0.0
 

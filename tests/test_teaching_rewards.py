@@ -163,10 +163,10 @@ def test_feedback_charges_every_leaking_turn():
         "IntBench-Math-Feedback-v0", student="scripted:text=So \\boxed{1}.", problems=problems,
         k_max=3, reward={"leaked": -1.0},
     )  # fmt: skip
-    env.reset(seed=0)
+    env.reset(seed=0)  # reset plays attempt 1
     action = {"intervene": 1, "message": "Think of 7 as the target."}
-    rewards = [env.step(action)[1] for _ in range(3)]
-    assert rewards == [0.0, -1.0, -1.0]  # attempt 1 has no teacher turn; then two leaks
+    rewards = [env.step(action)[1] for _ in range(2)]
+    assert rewards == [-1.0, -1.0]  # feedback on attempts 1 and 2: two leaks
     assert env.unwrapped.last_episode.reward_components["leaked"] == 2.0
 
 
