@@ -138,7 +138,12 @@ def test_cli_config_trains_the_embedded_model_with_tools(tmp_path):
         env="IntBench-Math-Feedback-v0",
         environment_factory=True,
         student="scripted:tests.test_integration_trl:carry_answer",
-        env_options={"k_max": 2, "problems": [p.to_dict() for p in math_problems(2)]},
+        # hand-made problems have no variants, so the reward is success (leaks charged)
+        env_options={
+            "k_max": 2,
+            "reward": "success",
+            "problems": [p.to_dict() for p in math_problems(2)],
+        },
         output_dir=str(tmp_path / "run"),
         trainer={
             "per_device_train_batch_size": 2,
