@@ -10,7 +10,9 @@ import argparse
 import importlib
 import logging
 import sys
+import textwrap
 
+from intbench.agents.backends.loading import SPEC_GRAMMAR
 from intbench.commands.checks import UsageError
 from intbench.rundir import RunWriteError
 
@@ -27,6 +29,27 @@ COMMAND_MODULES = [
 ]
 
 
+# Options that take a model spec: their commands' --help ends with the spec grammar.
+SPEC_FLAGS = {"--student", "--students", "--teacher", "--teachers", "--judge", "--model"}
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, keeping the line layout of the spec grammar."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text == SPEC_GRAMMAR:
+            return textwrap.indent(text, indent)
+        return super()._fill_text(text, width, indent)
+
+
+def _every_parser(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _every_parser(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="intbench", description="IntBench: evaluate and train AI teachers."
@@ -40,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(module).add_parser(subparsers)
     for command in subparsers.choices.values():  # `intbench eval ... --debug` works too
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+    for each in _every_parser(parser):
+        # No prefix matching: `--n -1` must not be read as `--no-progress`.
+        each.allow_abbrev = False
+        if SPEC_FLAGS & set(each._option_string_actions):
+            each.epilog, each.formatter_class = SPEC_GRAMMAR, _HelpFormatter
     return parser
 
 

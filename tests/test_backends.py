@@ -169,7 +169,7 @@ def test_replay_keyed_by_prompt_hash(tmp_path):
 
 
 def test_replay_bad_files(tmp_path):
-    with pytest.raises(FileNotFoundError, match="replay file not found"):
+    with pytest.raises(ValueError, match="replay file not found"):
         load_backend(f"scripted:replay={tmp_path / 'none.jsonl'}")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{not json\n')

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from intbench.commands.checks import UsageError
+from intbench.commands.checks import UsageError, check_train
 from intbench.run_summary import RunSummary
 from intbench.rundir import RunDir
 from intbench.tracking import TrackerError, check_tracker
@@ -87,6 +87,7 @@ def _train(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    check_train(config, args.max_steps)  # before any model loads
     if args.max_steps is not None:
         config.trainer["max_steps"] = args.max_steps
     if args.lora and config.lora is None:
