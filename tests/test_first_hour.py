@@ -74,3 +74,84 @@ def test_the_episode_progress_bar_stays_when_library_bars_are_off(monkeypatch):
     bar = _progress_bar(3, 0, True)
     assert not bar.disable
     bar.close()
+
+
+def _fake_tools(folder: Path, uid: str) -> Path:
+    """A PATH folder with apt-get and sudo that log their arguments, and the given uid."""
+    folder.mkdir()
+    log = folder / "calls.log"
+    for name in ("apt-get", "sudo"):
+        (folder / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\n')
+    (folder / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    (folder / "dirname").symlink_to(subprocess.check_output(["which", "dirname"], text=True).strip())
+    for tool in folder.iterdir():
+        tool.chmod(0o755)
+    return log
+
+
+@pytest.mark.parametrize(("uid", "prefix"), [("0", "apt-get"), ("1000", "sudo -n apt-get")])
+def test_ci_installs_bubblewrap_so_the_sandbox_tests_run(tmp_path, uid, prefix):
+    """Without bwrap on PATH, .ci/run installs it (as root, or with sudo), before any test."""
+    log = _fake_tools(tmp_path / "bin", uid)
+    result = subprocess.run(
+        ["/bin/bash", str(ROOT / ".ci" / "run"), "tools"],
+        env={"PATH": str(tmp_path / "bin")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text().splitlines()
+    installs = [c for c in calls if c.startswith(f"{prefix} install")]
+    assert len(installs) == 1 and "bubblewrap" in installs[0].split(), calls
+
+
+# ------------------------------------------------------------------ the README
+def _section(title: str) -> str:
+    start = README.index(f"\n## {title}\n")
+    return README[start : README.index("\n## ", start + 1)]
+
+
+def _blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
+NUMBERS = {"Three": 3, "Four": 4, "Five": 5, "Six": 6}
+
+
+def test_the_quick_start_says_how_many_command_lines_it_shows():
+    quick = _section("Quick start")
+    [said] = re.findall(r"\b(Three|Four|Five|Six) command lines\b", quick)
+    shown = [line for line in _blocks(quick, "bash")[0].splitlines() if line.strip()]
+    assert len(shown) == NUMBERS[said]
+    assert shown[1].startswith("pip install torch==")  # torch first, a command of its own
+
+
+def test_the_quick_start_eval_command_is_valid_as_written(monkeypatch, tmp_path):
+    """Every flag of the main job parses and passes the checks made before any model
+    loads; it sets no token budget (the embedded student's default is sized for it)."""
+    from intbench import cli
+    from intbench.commands import eval as eval_command
+    from intbench.commands.checks import check_run
+
+    [line] = [x for x in _blocks(_section("Quick start"), "bash")[0].splitlines() if x.startswith("intbench eval")]
+    argv = line.split()[1:]
+    assert "--max-tokens" not in argv
+    args = cli.build_parser().parse_args(argv)
+    config = eval_command._config(args, args.teacher, args.student, eval_command.env_options(args))
+    check_run(config, args.concurrency)
+    assert config.env_options == {"increment": 10}
+
+
+def test_the_first_block_names_the_embedded_budget_the_code_uses():
+    from intbench.envs.common import EMBEDDED_STUDENT_TOKENS
+
+    first = _blocks(README, "python")[0]
+    assert 'gym.make("IntBench-Math-v0")' in first and 'student_sampling={"max_tokens": N}' in first
+    assert f"default to {EMBEDDED_STUDENT_TOKENS}" in first
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
+    [command] = _blocks(_section("Quick start").split("**Tests**")[1], "bash")
+    ci = (ROOT / ".ci" / "run").read_text().split("# README test command (keep in sync):\n")[1]
+    assert ci.splitlines()[0] == command.strip()

@@ -52,7 +52,10 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--output-dir", default=None)
     parser.add_argument(
-        "--max-steps", type=int, default=None, help="shortcut for trainer.max_steps"
+        "--max-steps",
+        type=int,
+        default=None,
+        help="bounds every phase: trainer.max_steps and the format-priming steps",
     )
     parser.add_argument(
         "--lora", action="store_true", help="train LoRA adapters (needs peft) with default settings"
@@ -90,6 +93,11 @@ def _train(args: argparse.Namespace) -> int:
     check_train(config, args.max_steps)  # before any model loads
     if args.max_steps is not None:
         config.trainer["max_steps"] = args.max_steps
+        if config.format_priming is not None:  # every phase, priming included
+            from intbench.training.priming import PRIMING_DEFAULTS
+
+            steps = config.format_priming.get("steps", PRIMING_DEFAULTS["steps"])
+            config.format_priming["steps"] = min(steps, args.max_steps)
     if args.lora and config.lora is None:
         config.lora = {}
     if args.report_to is not None:
