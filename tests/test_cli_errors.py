@@ -190,3 +190,17 @@ def test_some_failed_episodes_warn_and_the_rate_flag_decides(tmp_path, monkeypat
     # the same run, resumed: the failed episode is retried (and fails again)
     assert _flaky_eval(tmp_path, monkeypatch, second, "--max-failure-rate", "0.2") == 1
     assert "more than --max-failure-rate 0.2" in capsys.readouterr().err
+
+
+def test_matrix_checks_every_pair_before_any_model_loads(tmp_path, capsys, no_model_loads):
+    from intbench import cli
+
+    out = tmp_path / "grid"
+    argv = [
+        "matrix", "--env", "IntBench-Math-Feedback-v0", "--students", "scripted:text=4",
+        "--teachers", "scripted:text=ok,hf:/nonexistent/model", "--out", str(out),
+    ]  # fmt: skip
+    assert cli.main(argv) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "no model at '/nonexistent/model'" in line
+    assert not out.exists()

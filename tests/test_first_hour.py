@@ -155,3 +155,65 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     [command] = _blocks(_section("Quick start").split("**Tests**")[1], "bash")
     ci = (ROOT / ".ci" / "run").read_text().split("# README test command (keep in sync):\n")[1]
     assert ci.splitlines()[0] == command.strip()
+
+
+# ------------------------------------------------------------- smoke training
+CONFIGS = ROOT / "intbench" / "training" / "configs"
+
+
+def _train_config(monkeypatch, tmp_path, *argv: str):
+    """The TrainConfig that ``intbench train grpo ARGV`` would train (nothing is trained)."""
+    from intbench import cli
+    from intbench.commands import train as train_command
+    from intbench.training import trainer
+
+    seen = []
+
+    def capture(config):
+        seen.append(config)
+        Path(config.output_dir).mkdir(parents=True)  # where the run's summary goes
+        return tmp_path / "final"
+
+    monkeypatch.setattr(trainer, "train", capture)
+    monkeypatch.setattr(train_command, "_student_backend", lambda config: None)
+    assert cli.main(["train", "grpo", *argv, "--output-dir", str(tmp_path / "out")]) == 0
+    return seen[0]
+
+
+@pytest.mark.parametrize(
+    ("config", "max_steps", "priming"),
+    [("smoke_monitor.yaml", 1, 1), ("smoke_monitor.yaml", 10, 2), ("monitor_grpo_demo.yaml", 1, 1)],
+)
+def test_max_steps_bounds_format_priming_too(config, max_steps, priming, monkeypatch, tmp_path):
+    """``--max-steps 1`` used to leave the 24 format-priming steps of a config in place."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # the demo's scripted student
+    trained = _train_config(
+        monkeypatch, tmp_path, "--config", str(CONFIGS / config), "--max-steps", str(max_steps)
+    )
+    assert trained.trainer["max_steps"] == max_steps
+    assert trained.format_priming["steps"] == priming
+
+
+@pytest.mark.parametrize("protocol", ["monitor", "feedback"])
+def test_the_smoke_configs_are_one_step_on_the_embedded_model(protocol, monkeypatch, tmp_path):
+    from intbench.envs.registration import protocol_of
+
+    config = _train_config(monkeypatch, tmp_path, "--config", str(CONFIGS / f"smoke_{protocol}.yaml"))
+    assert protocol_of(config.env) == protocol
+    assert (config.model, config.student, config.trainer["max_steps"]) == ("smollm2", "smollm2", 1)
+    assert "reward" in config.env_options  # its own reward, whatever the shipped configs use
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["monitor", "feedback"])
+def test_a_smoke_step_has_rewards_that_differ(protocol, tmp_path):
+    """The real thing: one GRPO step with the embedded model, whose group's rewards
+    differ (a step with a gradient).  Timed in benchmarks/results/train_smoke.md."""
+    from intbench.training import load_config
+    from intbench.training.trainer import build_trainer
+
+    config = load_config(CONFIGS / f"smoke_{protocol}.yaml", output_dir=str(tmp_path / "out"))
+    trainer = build_trainer(config)
+    trainer.train()
+    [step] = [row for row in trainer.state.log_history if "reward_std" in row]
+    assert step["reward_std"] > 0

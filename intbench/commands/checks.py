@@ -128,6 +128,10 @@ def check_run(config, concurrency: int) -> None:
     check_count("--repeats", config.repeats)
     check_count("--concurrency", concurrency)
     check_teacher(config.teacher)
+    from intbench.teachers import is_policy_spec
+
+    if not is_policy_spec(config.teacher):
+        check_model("--teacher", config.teacher)
     check_model("--student", config.student)
     if config.judge:
         check_model("--judge", config.judge)

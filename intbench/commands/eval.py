@@ -343,6 +343,8 @@ def _matrix(args) -> int:
                 _config(args, teacher, student, {**base, "mode": "teacher"}),
                 args.out / f"{_slug(student)}__{_slug(teacher)}",
             )
+    for config, _ in jobs.values():  # every pair's input, before any pair loads a model
+        check_run(config, args.concurrency)
     if args.ray is not None:
         connect_ray(args.ray)  # here, in the main thread, before the pairs' threads
     runs = _run_pairs(jobs, args)
