@@ -6,8 +6,9 @@ embedded model as policy and student, into a temporary output directory, and
 reads TRL's logged step (the rewards' mean and standard deviation) from its
 output.  Acceptance per protocol: the command succeeds, the step's rewards
 differ within a group (``reward_std`` > 0, so the step has a gradient), and it
-takes under 120 s of CPU time (user + system, which bounds the wall time on an
-idle machine; on a shared, loaded one the wall time mostly measures the queue).
+takes under 120 s of CPU time (user + system, with torch on one thread, which
+bounds the wall time on an idle machine; on a shared, loaded one the wall time
+mostly measures the queue).
 
     python benchmarks/train_smoke.py [--output benchmarks/results/train_smoke.md]
 """
@@ -45,7 +46,9 @@ def run(protocol: str, scratch: Path) -> dict:
         "--config", str(CONFIGS / f"smoke_{protocol}.yaml"),
         "--output-dir", str(scratch / protocol),
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # One torch thread: on a loaded machine two threads spin while waiting for each
+    # other, and only then is the CPU time the work done.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     load_before, cpu_before = os.getloadavg()[0], cpu_seconds()
     started = time.perf_counter()
     result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
@@ -77,8 +80,9 @@ def report(rows: dict[str, dict], command: str) -> str:
         "- each run: `intbench train grpo --config intbench/training/configs/smoke_<protocol>.yaml` "
         "in a fresh process (embedded SmolLM2-135M as policy and student, its converted "
         "weights cached), output in a temporary directory",
-        "- CPU s: user + system time of the process, the acceptance figure (it bounds the "
-        "wall time on an idle machine); wall s on this shared machine mostly measures the queue",
+        "- CPU s: user + system time of the process with torch on one thread "
+        "(`OMP_NUM_THREADS=1`), the acceptance figure (it bounds the wall time on an idle "
+        "machine); wall s on a shared, loaded machine mostly measures the queue",
         "",
         "| protocol | wall s | CPU s | reward (mean) | reward_std | loss | lines on stderr "
         "| load avg (1 min) before / after | verdict |",
