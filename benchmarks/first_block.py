@@ -106,7 +106,7 @@ def report(rows: list[tuple[str, dict]], command: str) -> str:
         f"- command: `{command}`",
         f"- machine: {platform.machine()}, {os.cpu_count()} CPU cores (nproc), Python "
         f"{platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}",
-        "- the block: README.md's first `python` block (`gym.make(\"IntBench-Math-v0\")`, "
+        '- the block: README.md\'s first `python` block (`gym.make("IntBench-Math-v0")`, '
         "`reset(seed=0)`, one `step`), run as is in a fresh process; wall time from spawning "
         "it to its end, imports and model load included",
         "",

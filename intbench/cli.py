@@ -71,7 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     for command in subparsers.choices.values():  # `intbench eval ... --debug` works too
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
         command.add_argument(
-            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
         )
     for each in _every_parser(parser):
         # No prefix matching: `--n -1` must not be read as `--no-progress`.

@@ -138,7 +138,9 @@ def test_no_option_is_matched_by_a_prefix(capsys):
     from intbench import cli
 
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["eval", "--env", "IntBench-Math-v0", "--teacher", "never", "--out", "x", "--n", "-1"])
+        cli.main(
+            ["eval", "--env", "IntBench-Math-v0", "--teacher", "never", "--out", "x", "--n", "-1"]
+        )
     assert exit_.value.code == 2
     assert "unrecognized arguments: --n -1" in capsys.readouterr().err
     unabbreviated = [p for p in cli._every_parser(cli.build_parser()) if p.allow_abbrev]

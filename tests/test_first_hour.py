@@ -38,7 +38,11 @@ sys.exit(cli.main([a for a in sys.argv[1:] if a != "--heavy"]))
 
 
 def _bars_shown(*flags: str) -> dict[str, str]:
-    quiet_vars = ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+    quiet_vars = (
+        "TQDM_DISABLE",
+        "HF_HUB_DISABLE_PROGRESS_BARS",
+        "HF_DATASETS_DISABLE_PROGRESS_BARS",
+    )
     env = {k: v for k, v in os.environ.items() if k not in quiet_vars}
     result = subprocess.run(
         [sys.executable, "-c", PROBE, "report", "somewhere", *flags],
@@ -83,7 +87,9 @@ def _fake_tools(folder: Path, uid: str) -> Path:
     for name in ("apt-get", "sudo"):
         (folder / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\n')
     (folder / "id").write_text(f"#!/bin/sh\necho {uid}\n")
-    (folder / "dirname").symlink_to(subprocess.check_output(["which", "dirname"], text=True).strip())
+    (folder / "dirname").symlink_to(
+        subprocess.check_output(["which", "dirname"], text=True).strip()
+    )
     for tool in folder.iterdir():
         tool.chmod(0o755)
     return log
@@ -134,7 +140,11 @@ def test_the_quick_start_eval_command_is_valid_as_written(monkeypatch, tmp_path)
     from intbench.commands import eval as eval_command
     from intbench.commands.checks import check_run
 
-    [line] = [x for x in _blocks(_section("Quick start"), "bash")[0].splitlines() if x.startswith("intbench eval")]
+    [line] = [
+        x
+        for x in _blocks(_section("Quick start"), "bash")[0].splitlines()
+        if x.startswith("intbench eval")
+    ]
     argv = line.split()[1:]
     assert "--max-tokens" not in argv
     args = cli.build_parser().parse_args(argv)
@@ -198,7 +208,9 @@ def test_max_steps_bounds_format_priming_too(config, max_steps, priming, monkeyp
 def test_the_smoke_configs_are_one_step_on_the_embedded_model(protocol, monkeypatch, tmp_path):
     from intbench.envs.registration import protocol_of
 
-    config = _train_config(monkeypatch, tmp_path, "--config", str(CONFIGS / f"smoke_{protocol}.yaml"))
+    config = _train_config(
+        monkeypatch, tmp_path, "--config", str(CONFIGS / f"smoke_{protocol}.yaml")
+    )
     assert protocol_of(config.env) == protocol
     assert (config.model, config.student, config.trainer["max_steps"]) == ("smollm2", "smollm2", 1)
     assert "reward" in config.env_options  # its own reward, whatever the shipped configs use

@@ -104,7 +104,9 @@ def read_runs(dirs: Sequence[str | Path]) -> LoadedRuns:
                 latest.pop(key, None)  # re-insert so the order is that of the last record
                 latest[key] = episode
     if not latest:
-        names = ", ".join([str(s.path) for s in sources] + [f"{p} ({why})" for p, why in unreadable])
+        names = ", ".join(
+            [str(s.path) for s in sources] + [f"{p} ({why})" for p, why in unreadable]
+        )
         raise ReportError(f"no episodes found in {names}")
     return LoadedRuns(list(latest.values()), sources, total - len(latest), unreadable)
 

@@ -122,7 +122,9 @@ def _check_parts(spec: str, kind: str, target: str, options: dict[str, Any]) -> 
         )
 
         if target:
-            raise ValueError(f"'smollm2' takes no target, got {spec!r}; use 'smollm2' or 'smollm2?runtime=hf'")
+            raise ValueError(
+                f"'smollm2' takes no target, got {spec!r}; use 'smollm2' or 'smollm2?runtime=hf'"
+            )
         runtime = options.get("runtime")
         if runtime not in (None, *RUNTIMES):
             raise ValueError(f"unknown runtime {runtime!r} in {spec!r}; use one of {RUNTIMES}")

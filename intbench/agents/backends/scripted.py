@@ -161,7 +161,9 @@ class ReplayResponder:
             return self._in_order[self._next - 1]
 
 
-SCRIPTED_FORMS = "scripted:text=<answer>, scripted:replay=<file.jsonl> or scripted:<module>:<function>"
+SCRIPTED_FORMS = (
+    "scripted:text=<answer>, scripted:replay=<file.jsonl> or scripted:<module>:<function>"
+)
 
 
 def check_scripted_target(target: str, spec: str | None = None) -> None:
