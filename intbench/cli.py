@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
+import textwrap
 
+from intbench.agents.backends.loading import SPEC_GRAMMAR
 from intbench.commands.checks import UsageError
 from intbench.rundir import RunWriteError
 
@@ -29,11 +32,38 @@ COMMAND_MODULES = [
 ]
 
 
+# Options that take a model spec: their commands' --help ends with the spec grammar.
+SPEC_FLAGS = {"--student", "--students", "--teacher", "--teachers", "--judge", "--model"}
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, keeping the line layout of the spec grammar."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text == SPEC_GRAMMAR:
+            return textwrap.indent(text, indent)
+        return super()._fill_text(text, width, indent)
+
+
+def _every_parser(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _every_parser(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="intbench", description="IntBench: evaluate and train AI teachers."
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log debug messages and show the libraries' own progress bars (model loading, "
+        "datasets)",
+    )
     parser.add_argument(
         "--debug", action="store_true", help="show the full traceback of an unexpected error"
     )
@@ -42,12 +72,43 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(module).add_parser(subparsers)
     for command in subparsers.choices.values():  # `intbench eval ... --debug` works too
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+        command.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+        )
+    for each in _every_parser(parser):
+        # No prefix matching: `--n -1` must not be read as `--no-progress`.
+        each.allow_abbrev = False
+        if SPEC_FLAGS & set(each._option_string_actions):
+            each.epilog, each.formatter_class = SPEC_GRAMMAR, _HelpFormatter
     return parser
+
+
+# Read by tqdm, huggingface_hub (and so transformers) and datasets when they are
+# imported, which the commands do after parsing: their progress bars stay off.
+QUIET_ENV = {
+    "TQDM_DISABLE": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    quiet = {} if args.verbose else {k: v for k, v in QUIET_ENV.items() if k not in os.environ}
+    os.environ.update(quiet)  # a user's own setting wins
+    try:
+        return _run(args)
+    finally:
+        for name in quiet:  # main() called in a process that goes on (tests, scripts)
+            os.environ.pop(name, None)
+
+
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

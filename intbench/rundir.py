@@ -362,6 +362,7 @@ class RunDir:
             RunLockedError: another live process holds it (its pid is in the message).
         """
         lock = self.path / LOCK_FILE
+        created_dir, created_lock, held = not self.path.exists(), not lock.exists(), False
         with _writing(lock):
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -374,11 +375,18 @@ class RunDir:
                     f"{self.path} is being written by another process (pid {holder}); "
                     "wait for it to finish, or use another --out directory"
                 ) from None
+            held = True
             with _writing(lock):
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             yield
         finally:
+            if held and created_lock and [p.name for p in self.path.iterdir()] == [LOCK_FILE]:
+                # A start that failed before writing anything leaves nothing behind.
+                lock.unlink(missing_ok=True)
+                if created_dir:
+                    with contextlib.suppress(OSError):
+                        self.path.rmdir()
             os.close(fd)  # closing drops the flock
 
     # ------------------------------------------------------------ config

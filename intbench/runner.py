@@ -604,7 +604,8 @@ def _progress_bar(total: int, done: int, enabled: bool):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=done, unit="episode", dynamic_ncols=True)
+    # disable=False: shown even where TQDM_DISABLE hides the libraries' bars (the CLI's default).
+    return tqdm(total=total, initial=done, unit="episode", dynamic_ncols=True, disable=False)
 
 
 def _batch_note(bar):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from intbench.agents.backends.loading import KNOWN_KINDS, parse_spec
+from intbench.agents.backends.loading import KNOWN_KINDS, check_spec
 from intbench.agents.base import ChatBackend, SamplingParams
 from intbench.agents.incremental import KVCacheDecider, decide_batch, decision_line
 from intbench.agents.parsing import parse_feedback, parse_monitor_decision, parse_oracle_decision
@@ -58,7 +58,7 @@ def check_teacher_spec(spec: str) -> None:
     if kind in POLICY_KINDS:
         make_policy(spec)
     elif kind in KNOWN_KINDS:
-        parse_spec(spec)
+        check_spec(spec)
     else:
         raise ValueError(f"unknown teacher {spec!r}; {_suggestion(spec, kind)}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 import threading
 
 import pytest
@@ -169,7 +170,7 @@ def test_replay_keyed_by_prompt_hash(tmp_path):
 
 
 def test_replay_bad_files(tmp_path):
-    with pytest.raises(FileNotFoundError, match="replay file not found"):
+    with pytest.raises(ValueError, match="replay file not found"):
         load_backend(f"scripted:replay={tmp_path / 'none.jsonl'}")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{not json\n')
@@ -375,3 +376,45 @@ def test_embedded_plain_copy_is_trainable_and_loads_as_hf(tmp_path):
     loss.backward()
     assert torch.isfinite(loss)
     assert backend.model.get_input_embeddings().weight.grad is not None
+
+
+def test_spec_options_are_the_backends_keyword_arguments():
+    """The options a spec may carry (checked before any model loads) are exactly the
+    constructors' keyword arguments that a string can set."""
+    import inspect
+
+    from intbench.agents.backends import HFBackend, LlamaCppBackend, OpenAIBackend
+    from intbench.agents.backends.loading import SPEC_OPTIONS
+
+    not_from_strings = {"gguf_file", "model", "tokenizer", "spec"}
+    for kind, backend in (
+        ("hf", HFBackend),
+        ("openai", OpenAIBackend),
+        ("llamacpp", LlamaCppBackend),
+    ):
+        keywords = {
+            name
+            for name, parameter in inspect.signature(backend).parameters.items()
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        }
+        assert set(SPEC_OPTIONS[kind]) == keywords - not_from_strings, kind
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            "smollm2?runtme=hf",
+            "unknown option 'runtme' in spec 'smollm2?runtme=hf'; did you mean 'runtime'?",
+        ),
+        ("smollm2?runtime=vllm", "unknown runtime 'vllm'"),
+        ("hf:/m?dtyp=float32", "did you mean 'dtype'?"),
+        ("openai:m@http://h:1/v1?concurency=4", "did you mean 'concurrency'?"),
+        ("scripted:text", "bad scripted spec 'scripted:text'"),
+    ],
+)
+def test_check_spec_refuses_bad_specs_without_loading(spec, expected):
+    from intbench.agents.backends.loading import check_spec
+
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        check_spec(spec)

@@ -36,6 +36,15 @@ CASES = {
         [*BASE, "--env-option", "bogus_key=1"],
         "unknown env option 'bogus_key'",
     ),
+    "spec option typo": (
+        [*BASE, "--student", "smollm2?runtme=hf"],
+        "unknown option 'runtme' in spec 'smollm2?runtme=hf'; did you mean 'runtime'?",
+    ),
+    "scripted spec without its form": (
+        _replace(BASE, "--teacher", "scripted:text"),
+        "bad scripted spec 'scripted:text': use scripted:text=<answer>",
+    ),
+    "failure rate out of range": ([*BASE, "--max-failure-rate", "2"], "between 0 and 1"),
 }
 
 
@@ -58,7 +67,7 @@ def test_bad_input_fails_fast_in_one_line_and_writes_nothing(name, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
     assert "Traceback" not in result.stderr
-    assert not (out / "config.json").exists()
+    assert not out.exists()  # not even a lock file
     assert elapsed < 5, f"took {elapsed:.1f} s"
 
 
@@ -77,3 +86,123 @@ def test_an_unexpected_error_is_one_line_unless_debug(tmp_path, monkeypatch, cap
     assert err.strip() == "error: RuntimeError: backend exploded (rerun with --debug for details)"
     with pytest.raises(RuntimeError, match="backend exploded"):
         cli.main(["report", str(tmp_path), "--debug"])
+
+
+# ------------------------------------------------------- refused before any model loads
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    """Any model load fails the test: the checks must come first."""
+    from intbench.agents.backends import loading
+    from intbench.training import models
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the input was checked")
+
+    monkeypatch.setattr(loading, "load_backend", refuse)
+    monkeypatch.setattr(models, "load_policy", refuse)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--env", "IntBench-Mth-v0"], "did you mean 'IntBench-Math-v0'"),
+        (["--env", "IntBench-Math-Tutor-v0"], "GRPO trains monitor and feedback teachers"),
+        (["--student", "smollm2?runtme=hf"], "did you mean 'runtime'?"),
+        (["--model", "openai:m@http://localhost:8000/v1"], "cannot train"),
+        (["--env-option-typo"], None),
+        (["--max-steps", "0"], "--max-steps must be at least 1"),
+    ],
+    ids=["env typo", "tutor env", "student spec", "untrainable model", "unknown flag", "steps"],
+)
+def test_train_checks_its_input_before_loading_a_model(
+    args, expected, tmp_path, capsys, no_model_loads
+):
+    from intbench import cli
+
+    out = tmp_path / "train"
+    argv = ["train", "grpo", *args, "--output-dir", str(out)]
+    if expected is None:  # argparse's own refusal
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        assert exit_.value.code == 2
+    else:
+        assert cli.main(argv) == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith("error: ") and expected in line, line
+    assert not out.exists()
+
+
+def test_no_option_is_matched_by_a_prefix(capsys):
+    """``--n -1`` once read as ``--no-progress`` (argparse's prefix matching) and then
+    complained about ``-1``; every parser now refuses prefixes."""
+    from intbench import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(
+            ["eval", "--env", "IntBench-Math-v0", "--teacher", "never", "--out", "x", "--n", "-1"]
+        )
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --n -1" in capsys.readouterr().err
+    unabbreviated = [p for p in cli._every_parser(cli.build_parser()) if p.allow_abbrev]
+    assert unabbreviated == []
+
+
+@pytest.mark.parametrize("command", [["eval"], ["matrix"], ["train", "grpo"], ["serve"]])
+def test_help_shows_the_model_spec_grammar(command, capsys):
+    from intbench import cli
+
+    with pytest.raises(SystemExit):
+        cli.main([*command, "--help"])
+    text = capsys.readouterr().out
+    for example in ("smollm2", "hf:<dir or hub id>", "openai:<model>@<base_url>", "scripted:text="):
+        assert example in text
+    assert "http://localhost:8000/v1?concurrency=64" in text  # kept on its own line
+
+
+# ------------------------------------------------------- exit status of failed episodes
+def _flaky_eval(tmp_path, monkeypatch, marker_text: str, *extra: str) -> int:
+    from intbench import cli
+
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))
+    marker = tmp_path / "flaky"
+    marker.write_text(marker_text)
+    monkeypatch.setenv("INTBENCH_TEST_FLAKY", str(marker))
+    return cli.main(
+        [
+            "eval", "--env", "IntBench-Math-v0", "--teacher", "never", "-n", "4",
+            "--student", "scripted:tests.scripted_students:flaky", "--no-progress",
+            "--out", str(tmp_path / "run"), *extra,
+        ]
+    )  # fmt: skip
+
+
+def test_a_run_whose_every_episode_failed_exits_1(tmp_path, monkeypatch, capsys):
+    assert _flaky_eval(tmp_path, monkeypatch, "") == 1  # "" is in every prompt
+    err = capsys.readouterr().err
+    assert "4 of 4 episode(s) failed" in err and "injected student failure" in err
+    assert "100% of the episodes failed (all of them); exit code 1" in err
+
+
+def test_some_failed_episodes_warn_and_the_rate_flag_decides(tmp_path, monkeypatch, capsys):
+    from intbench.envs.domains import load_problems
+
+    second = load_problems("math", source="offline", n=4, seed=0)[1].question[:40]
+    assert _flaky_eval(tmp_path, monkeypatch, second) == 0
+    assert "warning: 1 of 4 episode(s) failed" in capsys.readouterr().err
+    # the same run, resumed: the failed episode is retried (and fails again)
+    assert _flaky_eval(tmp_path, monkeypatch, second, "--max-failure-rate", "0.2") == 1
+    assert "more than --max-failure-rate 0.2" in capsys.readouterr().err
+
+
+def test_matrix_checks_every_pair_before_any_model_loads(tmp_path, capsys, no_model_loads):
+    from intbench import cli
+
+    out = tmp_path / "grid"
+    argv = [
+        "matrix", "--env", "IntBench-Math-Feedback-v0", "--students", "scripted:text=4",
+        "--teachers", "scripted:text=ok,hf:/nonexistent/model", "--out", str(out),
+    ]  # fmt: skip
+    assert cli.main(argv) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "no model at '/nonexistent/model'" in line
+    assert not out.exists()

@@ -6,6 +6,7 @@ import gymnasium as gym
 import pytest
 
 import intbench  # noqa: F401  (registers the ids)
+from intbench.agents.backends import load_backend
 from intbench.runner import RunConfig, run_eval
 from intbench.teachers import make_teacher
 
@@ -67,3 +68,25 @@ def test_the_cli_cap_overrides_the_student_limit():
     options = parse_env_option_items([], max_tokens=192)
     env = gym.make("IntBench-Math-v0", student=STUDENT, n=2, **options).unwrapped
     assert env.student_sampling.max_tokens == 192
+
+
+@pytest.mark.parametrize(
+    "env_id", ["IntBench-Math-v0", "IntBench-ARC-Feedback-v0", "IntBench-Math-Tutor-v0"]
+)
+def test_the_embedded_student_gets_a_budget_sized_for_it(env_id, monkeypatch):
+    """The papers' 8,192 tokens made ``gym.make(...)``/``reset`` with the embedded
+    135M student run for minutes on a CPU; its default is 256 tokens, other students
+    keep the papers' limits, and an explicit budget wins (no model loads here)."""
+    from intbench.envs import common
+
+    monkeypatch.setattr(common, "shared_backend", lambda spec: load_backend(STUDENT))
+    embedded = gym.make(env_id, n=2).unwrapped
+    assert embedded.student_sampling.max_tokens == common.EMBEDDED_STUDENT_TOKENS == 256
+    assert (
+        gym.make(env_id, student="smollm2?runtime=hf", n=2).unwrapped.student_sampling.max_tokens
+        == 256
+    )
+    sized = gym.make(env_id, n=2, student_sampling={"max_tokens": 32}).unwrapped
+    assert sized.student_sampling.max_tokens == 32
+    paper = 16000 if "ARC" in env_id else 8192
+    assert gym.make(env_id, student=STUDENT, n=2).unwrapped.student_sampling.max_tokens == paper

@@ -320,6 +320,10 @@ def hub(monkeypatch):
         )
 
     monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    # The hub counts as reachable whatever the user's environment says: huggingface_hub
+    # read HF_HUB_OFFLINE when it was imported, so its constant is set too.
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(HfApi, "create_repo", create_repo)
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
     return calls
@@ -390,3 +394,12 @@ def test_a_push_without_a_token_is_refused_before_any_work(
     line = _one_line_error(capsys)
     assert "hf auth login" in line and "HF_TOKEN" in line
     assert not out.exists() and hub == []
+
+
+def test_push_to_hub_is_refused_in_offline_mode(tmp_path, capsys, hub, monkeypatch):
+    # after the hub fixture, which makes the hub reachable whatever the user's setting
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    out = tmp_path / "out"
+    assert _export(out, "--push-to-hub", REPO, runs=[FIXTURE / "monitor"]) == 2
+    assert "HF_HUB_OFFLINE is set; unset it to push" in _one_line_error(capsys)
+    assert hub == []

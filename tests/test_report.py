@@ -449,3 +449,38 @@ def test_the_timing_scatter_names_only_the_teachers_present():
     people = as_episodes([{**e.to_dict(), "teacher": "human:p1"} for e in models])
     assert _scatter_title(people) == "τ_rel per problem: humans"
     assert _scatter_title([*models, *people]) == "τ_rel per problem: humans vs LLM teachers"
+
+
+def test_runs_that_cannot_be_read_are_skipped_with_a_warning_naming_them(
+    records, tmp_path, capsys, monkeypatch
+):
+    """One unreadable run (an unknown domain, a read that fails) used to abort the whole
+    report; it is left out and named, and the other runs are reported."""
+    from intbench.rundir import RunDir
+
+    good = write_run(tmp_path / "runs" / "good", records["monitor"][:6])
+    foreign = write_run(
+        tmp_path / "runs" / "foreign",
+        [{**r, "domain": "plugin_domain"} for r in records["feedback"][:4]],
+    )
+    broken = write_run(tmp_path / "runs" / "broken", records["feedback"][4:8])
+    real_read = RunDir.read
+
+    def read(run):
+        if run.path == broken:
+            raise OSError("Input/output error")
+        return real_read(run)
+
+    monkeypatch.setattr(RunDir, "read", read)
+    runs = read_runs([tmp_path / "runs"])
+    assert len(runs.episodes) == 6 and [s.path.parent for s in runs.sources] == [good]
+    assert dict(runs.unreadable) == {
+        broken: "OSError: Input/output error",
+        foreign: "unknown domain 'plugin_domain'; import the module that registers it "
+        "(see 'Adding a domain' in the README)",
+    }
+    assert run_cli([str(tmp_path / "runs"), "--samples", "10"]) == 0
+    out = capsys.readouterr().out
+    assert f"warning: skipped the run in {foreign}: unknown domain 'plugin_domain'" in out
+    assert f"warning: skipped the run in {broken}: OSError" in out
+    assert "6 episodes from 1 file(s)" in out

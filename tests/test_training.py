@@ -479,6 +479,8 @@ def test_shipped_configs_load():
         "monitor_grpo.yaml",
         "monitor_grpo_demo.yaml",
         "sft.yaml",
+        "smoke_feedback.yaml",
+        "smoke_monitor.yaml",
         "tools_grpo.yaml",
     ]
     for name in names:

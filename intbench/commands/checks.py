@@ -61,10 +61,11 @@ def check_teacher(spec: str) -> None:
 
 
 def check_model(flag: str, spec: str) -> None:
-    """A model spec parses, and a local model path it names exists."""
-    from intbench.agents.backends.loading import parse_spec
+    """A model spec is well formed (kind, target, options), and a local model path it names exists."""
+    from intbench.agents.backends.loading import check_spec, parse_spec
 
     try:
+        check_spec(spec)
         kind, target, _ = parse_spec(spec)
     except ValueError as exc:
         raise UsageError(f"{flag}: {exc}") from None
@@ -127,6 +128,10 @@ def check_run(config, concurrency: int) -> None:
     check_count("--repeats", config.repeats)
     check_count("--concurrency", concurrency)
     check_teacher(config.teacher)
+    from intbench.teachers import is_policy_spec
+
+    if not is_policy_spec(config.teacher):
+        check_model("--teacher", config.teacher)
     check_model("--student", config.student)
     if config.judge:
         check_model("--judge", config.judge)
@@ -136,3 +141,34 @@ def check_run(config, concurrency: int) -> None:
     )
     if getattr(config, "replay_interventions", None):
         check_replay(config)
+
+
+def check_train(config, max_steps: int | None) -> None:
+    """Everything about a training run that can be checked without loading a model."""
+    from pathlib import Path
+
+    from intbench.envs.registration import protocol_of
+
+    if max_steps is not None:
+        check_count("--max-steps", max_steps)
+    if config.method == "sft":
+        for run in config.records:
+            if not Path(run).exists():
+                raise UsageError(f"--records: no run directory at {run!r}")
+        return
+    check_env_id(config.env)
+    if protocol_of(config.env) not in ("monitor", "feedback"):
+        raise UsageError(
+            f"GRPO trains monitor and feedback teachers; {config.env} is a "
+            f"{protocol_of(config.env)} env (use IntBench-<Domain>-v0 or -Feedback-v0)"
+        )
+    policy = config.model
+    if policy != "smollm2":
+        directory = policy[len("hf:") :] if policy.startswith("hf:") else policy
+        if not Path(directory).is_dir():
+            raise UsageError(
+                f"--model: cannot train {policy!r}; use 'smollm2', 'hf:<dir>' or a local "
+                "model directory (served models, e.g. openai: specs, cannot be trained)"
+            )
+    check_model("--student", config.student)
+    check_env_options(config.env, config.env_kwargs())

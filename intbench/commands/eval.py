@@ -150,6 +150,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help=f"wall-clock limit per episode; a longer one is recorded as failed and re-run "
         f"on resume (default {EPISODE_TIMEOUT_S:g})",
     )
+    parser.add_argument(
+        "--max-failure-rate",
+        type=float,
+        default=None,
+        metavar="RATE",
+        help="exit with code 1 when more than this share of the episodes failed (model or "
+        "grader errors), e.g. 0.1; default: only when every episode failed",
+    )
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument(
         "--price",
@@ -226,7 +234,9 @@ def _config(
 
 
 def _tracking_options(args) -> dict:
-    """``--price``, ``--report-to`` and ``--workers``, checked before any work (exit 2)."""
+    """``--price``, ``--report-to``, ``--workers`` and ``--max-failure-rate``, checked
+    before any work (exit 2)."""
+    check_failure_rate(args.max_failure_rate)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     if args.ray is not None and importlib.util.find_spec("ray") is None:
@@ -286,7 +296,37 @@ def _eval(args) -> int:
     run = _run(config, args.out, args)
     if run is None:
         return 2
-    print(run[1].to_text())
+    episodes, summary = run
+    print(summary.to_text())
+    return failure_status(episodes, args.max_failure_rate)
+
+
+def check_failure_rate(rate: float | None) -> None:
+    if rate is not None and not 0.0 <= rate <= 1.0:
+        raise UsageError(f"--max-failure-rate must be between 0 and 1, got {rate}")
+
+
+def failure_status(episodes: list[dict], max_rate: float | None) -> int:
+    """Exit status of a finished run: 1 when too many of its episodes failed.
+
+    Failed episodes (a model or grader error) are left out of the metrics, so a
+    run whose every episode failed measured nothing; a line on stderr says how
+    many failed, with the first error, whenever any did."""
+    failed = [e for e in episodes if e.get("error")]
+    if not failed:
+        return 0
+    share = len(failed) / len(episodes)
+    first = str(failed[0]["error"]).strip().splitlines()[0][:200]
+    print(
+        f"warning: {len(failed)} of {len(episodes)} episode(s) failed and are left out of the "
+        f"metrics (first error: {first}); re-run the same command to retry them",
+        file=sys.stderr,
+    )
+    too_many = len(failed) == len(episodes) if max_rate is None else share > max_rate
+    if too_many:
+        limit = "all of them" if max_rate is None else f"more than --max-failure-rate {max_rate:g}"
+        print(f"error: {share:.0%} of the episodes failed ({limit}); exit code 1", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -315,13 +355,16 @@ def _matrix(args) -> int:
                 _config(args, teacher, student, {**base, "mode": "teacher"}),
                 args.out / f"{_slug(student)}__{_slug(teacher)}",
             )
+    for config, _ in jobs.values():  # every pair's input, before any pair loads a model
+        check_run(config, args.concurrency)
     if args.ray is not None:
         connect_ray(args.ray)  # here, in the main thread, before the pairs' threads
     runs = _run_pairs(jobs, args)
     if any(v is None for v in runs.values()):
         return 2
-    print(summarize([e for episodes, _ in runs.values() for e in episodes]).to_text())
-    return 0
+    episodes = [e for run_episodes, _ in runs.values() for e in run_episodes]
+    print(summarize(episodes).to_text())
+    return failure_status(episodes, args.max_failure_rate)
 
 
 def _run_pairs(jobs: dict, args) -> dict:

@@ -54,6 +54,8 @@ def summary_text(output: Any) -> str:
     """The terminal summary of a :class:`intbench.report.ReportOutput`: each table's headline."""
     runs, data = output.runs, output.data
     lines = [f"{len(runs.episodes)} episodes from {len(runs.sources)} file(s)"]
+    for path, reason in runs.unreadable:
+        lines.append(f"warning: skipped the run in {path}: {reason}")
     if runs.skipped:
         lines.append(f"warning: skipped {runs.skipped} malformed line(s)")
     if runs.replaced:

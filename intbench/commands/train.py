@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from intbench.commands.checks import UsageError
+from intbench.commands.checks import UsageError, check_train
 from intbench.run_summary import RunSummary
 from intbench.rundir import RunDir
 from intbench.tracking import TrackerError, check_tracker
@@ -52,7 +52,10 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--output-dir", default=None)
     parser.add_argument(
-        "--max-steps", type=int, default=None, help="shortcut for trainer.max_steps"
+        "--max-steps",
+        type=int,
+        default=None,
+        help="bounds every phase: trainer.max_steps and the format-priming steps",
     )
     parser.add_argument(
         "--environment-factory",
@@ -95,8 +98,14 @@ def _train(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    check_train(config, args.max_steps)  # before any model loads
     if args.max_steps is not None:
         config.trainer["max_steps"] = args.max_steps
+        if config.format_priming is not None:  # every phase, priming included
+            from intbench.training.priming import PRIMING_DEFAULTS
+
+            steps = config.format_priming.get("steps", PRIMING_DEFAULTS["steps"])
+            config.format_priming["steps"] = min(steps, args.max_steps)
     if args.lora and config.lora is None:
         config.lora = {}
     if args.report_to is not None:

