@@ -726,7 +726,12 @@ def test_accelerate_launch_trains_on_two_processes(tiny_model_dir, tmp_path):
     config = {
         "method": "grpo",
         "env": "IntBench-Math-v0",
-        "env_options": {"student_sampling": {"max_tokens": 8}, "increment": 8},
+        # helpfulness: no transfer attempts, so the student's requests are the baselines
+        "env_options": {
+            "student_sampling": {"max_tokens": 8},
+            "increment": 8,
+            "reward": "helpfulness",
+        },
         "model": f"hf:{tiny_model_dir}",
         "student": f"hf:{tiny_model_dir}",
         "n": 4,

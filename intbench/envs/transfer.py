@@ -22,8 +22,8 @@ from pathlib import Path
 
 from intbench.agents.base import SamplingParams
 from intbench.cache import JsonCache
-from intbench.envs.common import cached_student_call
 from intbench.envs.domains.prompting import render_messages
+from intbench.envs.student_calls import cached_student_call
 from intbench.records import Attempt, Problem
 
 PROCEDURAL_TRIES = 4

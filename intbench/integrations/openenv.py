@@ -214,7 +214,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from intbench.commands.serve_env import add_arguments
+    from intbench.integrations.openenv_args import add_arguments
 
     parser = argparse.ArgumentParser(
         prog="python -m intbench.integrations.openenv",
