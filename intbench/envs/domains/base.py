@@ -385,7 +385,9 @@ def _schema_error(
             "with the expected columns as a local file and pass source='path/to/file.jsonl'"
         )
         return HubSchemaError(_one_line(f"{message} Fix: {fix}."), index, missing, fix)
-    fix = "rename or add the columns so that every row has the domain's hub schema (README, Data)"
+    fix = (
+        "rename or add the columns so that every row has the domain's hub schema (docs/domains.md)"
+    )
     return SchemaMismatchError(_one_line(f"{message} Fix: {fix}."), index, missing)
 
 
