@@ -83,13 +83,15 @@ def test_sphinx_roles_become_inline_code_in_the_api_reference(docstring, shown):
     assert _hook("sphinx_roles").plain(docstring) == shown
 
 
-def test_the_readme_quick_start_commands_are_the_docs_ones():
+def test_the_readme_quick_start_is_the_docs_one():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     quickstart = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```bash\n(.*?)```", readme[readme.index("\n## Quick start\n") :], re.S)
     assert len(blocks) >= 2  # the main job's set-up and the test command
     for block in blocks:
         assert f"```bash\n{block}```" in quickstart
+    reading = readme.split("**Reading the table.**")[1].split("\n\n")[0]
+    assert " ".join(reading.split()) in " ".join(quickstart.split())
 
 
 def test_the_site_builds_strictly(tmp_path):
