@@ -7,8 +7,8 @@ and sets ``func`` on its parser; this file only wires them together.
 from __future__ import annotations
 
 import argparse
-import importlib
 import contextlib
+import importlib
 import logging
 import os
 import signal

@@ -40,8 +40,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
-import functools
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -486,7 +486,9 @@ class RunDir:
         with _writing(self.config_path):
             self.path.mkdir(parents=True, exist_ok=True)
         if not self.config_path.exists():
-            _replace_whole(self.config_path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+            _replace_whole(
+                self.config_path, json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+            )
 
     def check_config(self, config: dict) -> None:
         """Check ``config`` matches the saved one, if any (writes nothing).
