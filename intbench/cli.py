@@ -7,11 +7,15 @@ and sets ``func`` on its parser; this file only wires them together.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
 
 from intbench.agents.backends.loading import SPEC_GRAMMAR
 from intbench.commands.checks import UsageError
@@ -102,10 +106,32 @@ def main(argv: list[str] | None = None) -> int:
     quiet = {} if args.verbose else {k: v for k, v in QUIET_ENV.items() if k not in os.environ}
     os.environ.update(quiet)  # a user's own setting wins
     try:
-        return _run(args)
+        with _terminate_as_interrupt():
+            return _run(args)
     finally:
         for name in quiet:  # main() called in a process that goes on (tests, scripts)
             os.environ.pop(name, None)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a job scheduler), raised like Ctrl-C so a run
+    stops the same way: its files tidied, its lock removed."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can take a signal handler
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -123,12 +149,12 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(
             "interrupted; finished episodes are saved, re-run the command to resume",
             file=sys.stderr,
         )
-        return 130
+        return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()
         return 0

@@ -1,7 +1,20 @@
 """Run directories as a Hugging Face dataset, with a dataset card, ready to share.
 
-:func:`export_runs` writes ``DIR`` with ``datasets.Dataset.save_to_disk``:
-one row per episode (the latest record of each, as
+:func:`export_runs` writes ``DIR`` as one ``train`` split, in two forms that
+hold the same rows:
+
+``DIR/data/train-00000-of-00001.parquet``
+    the Parquet file that ``datasets.load_dataset(DIR)`` (and the hub, once
+    the folder is uploaded) reads, through the card's ``configs``; pandas,
+    polars or DuckDB read it too.
+``DIR/dataset_dict.json`` and ``DIR/train/``
+    the same rows as ``DatasetDict.save_to_disk`` writes them, for
+    ``datasets.load_from_disk(DIR)``.  ``load_dataset`` refuses a folder whose
+    top level is a saved ``Dataset`` (it holds ``state.json``), so the saved
+    copy is a one-split ``DatasetDict``: both loaders give a ``DatasetDict``
+    with the split ``train``.
+
+One row per episode (the latest record of each, as
 :meth:`~intbench.rundir.RunDir.episodes` gives them), the runs concatenated
 with a ``run`` column naming each.  The columns people filter on are
 flattened from the typed records (see :data:`COLUMNS`); the ``record`` column
@@ -10,11 +23,12 @@ can be recomputed from the dataset alone::
 
     episodes = [Episode.from_dict(json.loads(r)) for r in dataset["record"]]
 
-``DIR/README.md`` is the dataset card: YAML front matter (licence, tags, and
-a config that points the hub's loader at the saved shards, so
-``load_dataset(REPO)`` works once the folder is uploaded), each run's
-config, the metric tables ``intbench report`` writes, and the papers to cite.
-:func:`push_to_hub` uploads the folder with ``huggingface_hub``.
+``DIR/README.md`` is the dataset card: YAML front matter (licences, source
+datasets, tags, and the config that points the loader at the Parquet file),
+the columns, the problems' sources and licences, each run's config, the
+metric tables ``intbench report`` writes, and the papers to cite.
+:func:`push_to_hub` uploads the card and the Parquet file with
+``huggingface_hub``.
 """
 
 from __future__ import annotations
@@ -35,8 +49,11 @@ from intbench.rundir import EPISODES_FILE, RunDir
 
 RECORD_COLUMN = "record"
 CARD_FILE = "README.md"
-DATA_FILES = "data-*.arrow"  # the shard names save_to_disk writes
 SPLIT = "train"
+PARQUET_FILE = f"data/{SPLIT}-00000-of-00001.parquet"  # the hub's shard naming
+DATA_FILES = f"data/{SPLIT}-*.parquet"  # the card's config: what load_dataset reads
+# what DatasetDict.save_to_disk writes for load_from_disk; not uploaded (the hub reads Parquet)
+DISK_COPY = ("dataset_dict.json", f"{SPLIT}/*")
 
 # The problem licences of the built-in data (README, "Licences") as hub licence ids;
 # any other licence makes the card say "other" and list it in the text.
@@ -378,19 +395,30 @@ def _size_category(rows: int) -> str:
     return "100K<n<1M" if rows < 1_000_000 else "n>1M"
 
 
+def _problem_sources(runs: Sequence[ExportRun]) -> dict[tuple[str, str, str], int]:
+    """Episodes per (source, licence, upstream) of their problems, as the records give them."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for run in runs:
+        for episode in run.episodes:
+            problem = episode.metadata.get("problem") or {}
+            key = tuple(str(problem.get(k) or "unknown") for k in ("source", "license", "upstream"))
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def _front_matter(runs: Sequence[ExportRun], rows: int) -> str:
     import yaml
 
     episodes = [e for run in runs for e in run.episodes]
-    licenses = {
-        str(lic) for e in episodes if (lic := (e.metadata.get("problem") or {}).get("license"))
-    }
+    sources = _problem_sources(runs)
+    licenses = {license for _, license, _ in sources if license != "unknown"}
     protocols = sorted({str(e.protocol) for e in episodes})
     domains = sorted({str(e.domain) for e in episodes})
     meta = {
         "license": _hub_license(licenses),
         "pretty_name": "IntBench results",
         "size_categories": [_size_category(rows)],
+        "source_datasets": sorted({source for source, _, _ in sources if source != "unknown"}),
         "tags": ["intbench", *[t for t in [*protocols, *domains] if t != "intbench"]],
         "configs": [
             {
@@ -413,13 +441,36 @@ def _loading(repo: str | None) -> str:
             "from intbench.records import Episode",
             "",
             f'dataset = load_dataset("{hub}", split="{SPLIT}")  # from the hub',
-            'dataset = load_from_disk("path/to/this/folder")  # or from a local copy',
+            f'dataset = load_dataset("path/to/this/folder", split="{SPLIT}")  # a local copy',
+            f'dataset = load_from_disk("path/to/this/folder")["{SPLIT}"]  # the same rows',
             'monitor = dataset.filter(lambda row: row["protocol"] == "monitor")',
             f'episodes = [Episode.from_dict(json.loads(r)) for r in dataset["{RECORD_COLUMN}"]]',
             "print(summarize(episodes).to_text())  # the tables below",
             "```",
+            "",
+            f"`{PARQUET_FILE}` holds the rows for `load_dataset` (and pandas, polars or DuckDB); "
+            f"`dataset_dict.json` and `{SPLIT}/` hold the same rows for `load_from_disk` and are "
+            "not uploaded to the hub.",
         ]
     )
+
+
+def _sources_section(runs: Sequence[ExportRun]) -> list[str]:
+    rows = [
+        f"| `{source}` | {license} | {upstream} | {count} |"
+        for (source, license, upstream), count in sorted(_problem_sources(runs).items())
+    ]
+    return [
+        "## Problem sources and licences",
+        "",
+        "Where the episodes' problems come from (`problem_source`, `problem_license`), as each "
+        "problem's record names it.",
+        "",
+        "| source | licence | upstream | episodes |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def _run_section(run: ExportRun) -> list[str]:
@@ -467,6 +518,7 @@ def dataset_card(
         "|---|---|---|",
         *(f"| `{name}` | {kind} | {text} |" for name, (kind, text) in COLUMNS.items()),
         "",
+        *_sources_section(runs),
         "## Runs",
         "",
         "Each run's `config.json`.",
@@ -485,8 +537,8 @@ def dataset_card(
     lines += [
         "## Licence",
         "",
-        "The problems keep the licences of their sources (`problem_license`; IntBench's README "
-        "lists them). IntBench itself is Apache-2.0.",
+        "The problems keep the licences of their sources (the table above; IntBench's README "
+        "lists every built-in source). IntBench itself is Apache-2.0.",
         "",
         "## Citation",
         "",
@@ -519,13 +571,16 @@ def export_runs(
     samples: int = BOOTSTRAP_SAMPLES,
     repo: str | None = None,
 ) -> ExportResult:
-    """Write the runs' dataset and its card into ``out`` (new or empty; see :func:`check_out`).
+    """Write the runs' dataset (Parquet and a saved ``DatasetDict``) and its card into ``out``
+    (new or empty; see :func:`check_out`).
 
     Everything is written into a temporary folder next to ``out`` and renamed
     into place at the end, so a failure never leaves half a dataset there.
     ``samples`` is the number of bootstrap resamples behind the cards' CIs;
     ``repo`` names the hub repo in the card's loading example.
     """
+    import datasets
+
     from intbench.analysis.saved_tables import saved_analysis_tables
 
     out = Path(out)
@@ -541,7 +596,9 @@ def export_runs(
         os.umask(umask)
         staging.chmod(0o777 & ~umask)
         with _quiet_progress():
-            dataset.save_to_disk(str(staging))
+            datasets.DatasetDict({SPLIT: dataset}).save_to_disk(str(staging))
+            (staging / PARQUET_FILE).parent.mkdir()
+            dataset.to_parquet(str(staging / PARQUET_FILE))
         (staging / CARD_FILE).write_text(card, encoding="utf-8")
         os.replace(staging, out)  # over an empty directory too
     except BaseException:
@@ -557,7 +614,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def push_to_hub(folder: str | os.PathLike, repo: str, private: bool = False) -> str:
-    """Upload ``folder`` (an export) to the dataset repo ``repo``, creating it; -> its URL.
+    """Upload ``folder`` (an export: its card and Parquet file, not the ``load_from_disk``
+    copy) to the dataset repo ``repo``, creating it; -> its URL.
 
     Raises:
         HubPushError: one line that names the fix (login/token, the repo name, the network).
@@ -580,6 +638,7 @@ def push_to_hub(folder: str | os.PathLike, repo: str, private: bool = False) -> 
             repo_id=repo,
             folder_path=folder,
             repo_type="dataset",
+            ignore_patterns=list(DISK_COPY),
             commit_message="Upload IntBench results (intbench export)",
         )
     except (LocalTokenNotFoundError, HFValidationError) as exc:

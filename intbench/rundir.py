@@ -17,10 +17,18 @@
     goes and complete at the end.
 
 ``DIR/.lock``
-    held (``flock``) by the one process writing the run, with its pid inside.
-    A second writer fails at once, naming that pid.  The kernel drops the lock
-    when its holder dies, so a crashed run never leaves a stale lock: a resume
-    simply takes it.
+    held (``flock``) by the one process writing the run, with its pid inside,
+    and removed when it stops (on every exit path Python sees: a return, an
+    exception, Ctrl-C).  A second writer fails at once, naming that pid.  The
+    kernel drops the lock when its holder dies, so even the file a killed
+    writer (``SIGKILL``) leaves behind does not block a resume.
+
+config, problems and summary are written whole and renamed into place, so no
+reader ever sees half of one.  A run that stops before recording any episode
+in a directory that held no run leaves the directory as it found it (a new
+directory is removed): the corrected command then starts afresh instead of
+being refused for a different configuration.  A run that recorded episodes
+(failed ones included) stays resumable.
 
 Every write to these files goes through :class:`RunDir` and :class:`EpisodeLog`;
 a full disk or an unwritable directory raises :class:`RunWriteError`, one line
@@ -29,14 +37,16 @@ that names the fix.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +59,8 @@ CONFIG_FILE = "config.json"
 PROBLEMS_FILE = "problems.jsonl"
 SUMMARY_FILE = "summary.json"
 LOCK_FILE = ".lock"
+# what a run writes: removed again when it stops without recording an episode in a new run directory
+RUN_FILES = (CONFIG_FILE, PROBLEMS_FILE, SUMMARY_FILE, EPISODES_FILE)
 
 REQUIRED_FIELDS = ("protocol", "problem_id", "domain", "student")
 # nested fields with the JSON types a record may hold there
@@ -199,11 +211,51 @@ def latest_by_run_key(episodes: Iterable[Episode]) -> dict[object, Episode]:
 
 _NO_KEY = object()
 
+# lock descriptor -> its writer's release, while held
+_HELD: dict[int, Callable[[], None]] = {}
+
+
+@atexit.register
+def _release_held() -> None:
+    """Writers still held when the interpreter exits (a run in a daemon thread, as a
+    matrix pair is when Ctrl-C ends the process) are released as a ``with`` exit would."""
+    for release in list(_HELD.values()):
+        release()
+
 
 def _fsynced_write(handle, text: str) -> None:
     handle.write(text)
     handle.flush()
     os.fsync(handle.fileno())
+
+
+def _replace_whole(path: Path, text: str, sync: bool = False) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed over it: a reader sees
+    the old file or the new one, and a failed write leaves no temporary file behind."""
+    tmp = path.with_name(path.name + ".tmp")
+    with _writing(path):
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                if sync:
+                    _fsynced_write(handle, text)
+                else:
+                    handle.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def _has_record(path: Path) -> bool:
+    """Whether ``path`` holds at least one complete line (without reading all of it)."""
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 16):
+                if b"\n" in chunk:
+                    return True
+    except FileNotFoundError:
+        pass
+    return False
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -261,11 +313,8 @@ class EpisodeLog:
         for key in failed:
             del self.records[key]
         self.close()  # the rewrite replaces the file: the next append reopens it
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        with _writing(tmp):
-            with open(tmp, "w", encoding="utf-8") as handle:
-                _fsynced_write(handle, "".join(r.to_json() + "\n" for r in self.records.values()))
-            os.replace(tmp, self.path)
+        text = "".join(r.to_json() + "\n" for r in self.records.values())
+        _replace_whole(self.path, text, sync=True)
         return len(failed)
 
     def append(self, episode: Episode, data: dict | None = None) -> None:
@@ -327,10 +376,7 @@ class RunDir:
 
     def save_summary(self, summary: dict) -> None:
         """Replace ``summary.json`` (written whole, then renamed: never half a file)."""
-        tmp = self.summary_path.with_suffix(".json.tmp")
-        with _writing(tmp):
-            tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", "utf-8")
-            os.replace(tmp, self.summary_path)
+        _replace_whole(self.summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
 
     def summary(self) -> dict | None:
         """The saved summary; ``None`` when there is none or it is unreadable."""
@@ -356,38 +402,74 @@ class RunDir:
     # ------------------------------------------------------------ writer lock
     @contextlib.contextmanager
     def writer(self) -> Iterator[None]:
-        """Hold the run's writer lock for the ``with`` block.
+        """Hold the run's writer lock for the ``with`` block; remove it at the end.
+
+        A run that leaves the block without a recorded episode, in a directory
+        that held no run (no ``config.json``) when the block began, takes back
+        the run files it wrote, and the directory if the block made it.
 
         Raises:
             RunLockedError: another live process holds it (its pid is in the message).
         """
-        lock = self.path / LOCK_FILE
-        created_dir, created_lock, held = not self.path.exists(), not lock.exists(), False
-        with _writing(lock):
+        created_dir = not self.path.exists()
+        with _writing(self.path / LOCK_FILE):
             self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        found = {p.name for p in self.path.iterdir()}
+        fd = self._lock()
+        _HELD[fd] = functools.partial(self._release, fd, found, created_dir)
         try:
+            yield
+        finally:
+            self._release(fd, found, created_dir)
+
+    def _release(self, fd: int, found: set[str], created_dir: bool) -> None:
+        """End a :meth:`writer` block (once): tidy a run that recorded nothing, remove the lock."""
+        if _HELD.pop(fd, None) is None:
+            return
+        try:
+            if CONFIG_FILE not in found and not _has_record(self.episodes_path):
+                for name in set(RUN_FILES) - found:
+                    (self.path / name).unlink(missing_ok=True)
+            # unlinked while still held: a process that opened the old file sees that
+            # it is gone once it gets the lock, and opens the new one (see _lock)
+            (self.path / LOCK_FILE).unlink(missing_ok=True)
+            if created_dir and not any(self.path.iterdir()):
+                self.path.rmdir()
+        except OSError as exc:  # tidying up must not hide why the run stopped
+            logger.warning("could not tidy %s: %s", self.path, exc)
+        finally:
+            os.close(fd)  # closing drops the flock
+
+    def _lock(self) -> int:
+        """Open and ``flock`` the lock file, write our pid into it; -> its descriptor."""
+        lock = self.path / LOCK_FILE
+        while True:
+            with _writing(lock):
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
                 raise RunLockedError(
                     f"{self.path} is being written by another process (pid {holder}); "
                     "wait for it to finish, or use another --out directory"
                 ) from None
-            held = True
-            with _writing(lock):
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield
-        finally:
-            if held and created_lock and [p.name for p in self.path.iterdir()] == [LOCK_FILE]:
-                # A start that failed before writing anything leaves nothing behind.
-                lock.unlink(missing_ok=True)
-                if created_dir:
-                    with contextlib.suppress(OSError):
-                        self.path.rmdir()
-            os.close(fd)  # closing drops the flock
+            try:
+                current = os.stat(lock).st_ino
+            except FileNotFoundError:
+                current = None
+            if current != os.fstat(fd).st_ino:
+                os.close(fd)  # its holder removed that file after we opened it: take the new one
+                continue
+            try:
+                with _writing(lock):
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd
 
     # ------------------------------------------------------------ config
     def prepare(self, config: dict) -> None:
@@ -403,9 +485,10 @@ class RunDir:
         """Save ``config`` unless one is saved already (the run has started)."""
         with _writing(self.config_path):
             self.path.mkdir(parents=True, exist_ok=True)
-            if not self.config_path.exists():
-                text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
-                self.config_path.write_text(text, encoding="utf-8")
+        if not self.config_path.exists():
+            _replace_whole(
+                self.config_path, json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+            )
 
     def check_config(self, config: dict) -> None:
         """Check ``config`` matches the saved one, if any (writes nothing).
@@ -442,12 +525,8 @@ class RunDir:
         """Write the run's problems once (replaced into place, so never half-written)."""
         if self.problems_path.exists():
             return
-        tmp = self.problems_path.with_suffix(".jsonl.tmp")
-        with _writing(tmp):
-            with open(tmp, "w", encoding="utf-8") as handle:
-                for problem in problems:
-                    handle.write(json.dumps(problem.to_dict(), ensure_ascii=False) + "\n")
-            os.replace(tmp, self.problems_path)
+        lines = (json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in problems)
+        _replace_whole(self.problems_path, "".join(lines))
 
     def problems(self) -> list[Problem]:
         """The run's problems: saved ones, else rebuilt from the config with the run's loader call.

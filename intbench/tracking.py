@@ -6,13 +6,21 @@ running counts as episodes finish (episodes done and failed, the running
 mean reward), and the final metric tables at the end.  Each tracker is an
 optional extra (``pip install intbench[tracking]``); asking for one that is not
 installed is a one-line error before any work.
+
+A tracker starts on the first thing logged (the first finished episode, or the
+final tables), so a run that stops before it leaves no tracker files and no
+empty remote run.  wandb's environment variables are honoured: ``WANDB_DIR``,
+``WANDB_PROJECT`` and ``WANDB_NAME`` replace IntBench's defaults for them (the run
+directory, the project ``intbench``, the directory's name), and wandb reads the
+others itself (``WANDB_ENTITY``, ``WANDB_MODE``, ``WANDB_TAGS``, ...).
+``intbench train`` leaves all of it to TRL, whose wandb callback reads them too.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -77,19 +85,28 @@ class TensorBoardTracker(Tracker):
         self.writer.close()
 
 
+def wandb_init_args(run_dir: Path) -> dict[str, str]:
+    """``wandb.init``'s ``dir``, ``project`` and ``name``: ``WANDB_DIR``, ``WANDB_PROJECT`` and
+    ``WANDB_NAME`` when set, else the run directory, ``intbench`` and the directory's name.
+
+    Read here, when the run starts: wandb reads its variables once per process."""
+    defaults = {
+        "dir": ("WANDB_DIR", str(run_dir)),
+        "project": ("WANDB_PROJECT", "intbench"),
+        "name": ("WANDB_NAME", run_dir.name),
+    }
+    return {arg: os.environ.get(var) or value for arg, (var, value) in defaults.items()}
+
+
 class WandbTracker(Tracker):
-    """A wandb run named after the run directory (``WANDB_MODE=offline`` works offline)."""
+    """A wandb run, by default named after the run directory and kept in it
+    (``WANDB_MODE=offline`` works offline; see :func:`wandb_init_args`)."""
 
     def __init__(self, run_dir: Path):
         import wandb
 
         self.wandb = wandb
-        self.run = wandb.init(
-            project=os.environ.get("WANDB_PROJECT", "intbench"),
-            name=run_dir.name,
-            dir=str(run_dir),
-            reinit="finish_previous",
-        )
+        self.run = wandb.init(reinit="finish_previous", **wandb_init_args(run_dir))
 
     def log_config(self, config: dict) -> None:
         self.run.config.update(config, allow_val_change=True)
@@ -132,10 +149,45 @@ def _cell(value: Any) -> Any:
     return getattr(value, "value", value) if not isinstance(value, (int, float, str)) else value
 
 
+class _StartedOnFirstLog(Tracker):
+    """Starts its tracker when something is first logged; the config waits until then."""
+
+    def __init__(self, start: Callable[[], Tracker]):
+        self._start = start
+        self._tracker: Tracker | None = None
+        self._config: dict | None = None
+
+    def _started(self) -> Tracker:
+        if self._tracker is None:
+            self._tracker = self._start()
+            if self._config is not None:
+                self._tracker.log_config(self._config)
+        return self._tracker
+
+    def log_config(self, config: dict) -> None:
+        if self._tracker is None:
+            self._config = config
+        else:
+            self._tracker.log_config(config)
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        self._started().log_metrics(metrics, step)
+
+    def log_tables(self, tables: Iterable[Any]) -> None:
+        self._started().log_tables(tables)
+
+    def finish(self) -> None:
+        if self._tracker is not None:
+            self._tracker.finish()
+
+
 def make_tracker(name: str, run_dir: str | os.PathLike) -> Tracker:
+    """The tracker ``name`` for the run in ``run_dir``, started on the first thing logged."""
     check_tracker(name)
     trackers = {"tensorboard": TensorBoardTracker, "wandb": WandbTracker, "trackio": TrackioTracker}
-    return trackers[name](Path(run_dir)) if name in trackers else Tracker()
+    if name not in trackers:
+        return Tracker()
+    return _StartedOnFirstLog(lambda: trackers[name](Path(run_dir)))
 
 
 class EpisodeTracking:

@@ -12,6 +12,7 @@ import huggingface_hub
 import pytest
 from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.utils import filter_repo_objects
 
 from intbench import cli, export
 from intbench.metrics import acc_at_k, summarize
@@ -36,9 +37,14 @@ def exported(tmp_path_factory) -> Path:
     return out
 
 
+def _load(out: Path) -> datasets.Dataset:
+    """The export's rows as ``load_from_disk`` gives them."""
+    return datasets.load_from_disk(str(out))[export.SPLIT]
+
+
 @pytest.fixture(scope="module")
 def dataset(exported):
-    return datasets.load_from_disk(str(exported))
+    return _load(exported)
 
 
 def _rebuilt(rows) -> list[Episode]:
@@ -188,18 +194,30 @@ def test_card_holds_front_matter_configs_tables_and_papers(exported):
         assert title in text
 
 
-def test_the_cards_config_loads_the_shards_as_the_hub_would(exported, tmp_path):
-    # the hub serves the uploaded files with load_dataset, which reads the card's configs
-    # (a local folder with save_to_disk's state.json is refused by load_dataset, hence the copy)
-    copy = tmp_path / "repo"
-    copy.mkdir()
-    for path in exported.iterdir():
-        if path.name != "state.json":
-            shutil.copy(path, copy / path.name)
-    loaded = datasets.load_dataset(str(copy), split="train", cache_dir=str(tmp_path / "cache"))
+def test_load_dataset_and_load_from_disk_give_the_same_rows_and_types(exported, tmp_path):
+    # load_dataset reads the Parquet file through the card's config, as the hub does
+    loaded = datasets.load_dataset(str(exported), cache_dir=str(tmp_path / "cache"))
     saved = datasets.load_from_disk(str(exported))
-    assert loaded.column_names == saved.column_names
-    assert loaded["record"] == saved["record"]
+    assert list(loaded) == list(saved) == [export.SPLIT]
+    assert loaded[export.SPLIT].features == saved[export.SPLIT].features == export.features()
+    assert loaded[export.SPLIT].to_list() == saved[export.SPLIT].to_list()
+    assert len(saved[export.SPLIT]) == sum(len(RunDir(FIXTURE / r).episodes()) for r in RUNS)
+
+
+def test_the_parquet_file_alone_holds_every_row(exported, dataset):
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(exported / export.PARQUET_FILE)
+    assert table.column_names == list(export.COLUMNS)
+    assert table.column("record").to_pylist() == dataset["record"]
+
+
+def test_the_card_names_the_problem_sources_and_their_licences(exported):
+    card = DatasetCard.load(exported / "README.md")
+    assert card.data.source_datasets == ["intbench-procedural"]
+    assert "## Problem sources and licences" in card.text
+    counted = sum(len(RunDir(FIXTURE / r).episodes()) for r in RUNS)
+    assert f"| `intbench-procedural` | Apache-2.0 | unknown | {counted} |" in card.text
 
 
 def test_only_the_papers_of_the_exported_protocols_are_cited(tmp_path):
@@ -218,7 +236,7 @@ def test_same_named_runs_keep_distinct_names_and_a_run_given_twice_is_exported_o
     out = tmp_path / "out"
     runs = [tmp_path / "a" / "monitor", tmp_path / "b", tmp_path / "a" / "monitor"]
     assert _export(out, runs=runs) == 0
-    dataset = datasets.load_from_disk(str(out))
+    dataset = _load(out)
     assert sorted(set(dataset["run"])) == ["a/monitor", "b/monitor"]
     assert len(dataset) == 8
 
@@ -233,7 +251,7 @@ def test_a_retried_episode_is_exported_once_as_its_latest_record(tmp_path):
         handle.write(json.dumps(retry) + "\n")
     out = tmp_path / "out"
     assert _export(out, runs=[run]) == 0
-    dataset = datasets.load_from_disk(str(out))
+    dataset = _load(out)
     assert len(dataset) == 4
     assert "retried" in dataset["episode_id"]
     assert dataset["episode_id"].count("retried") == 1
@@ -244,7 +262,7 @@ def test_an_existing_empty_out_directory_is_filled(tmp_path):
     out = tmp_path / "empty"
     out.mkdir()
     assert _export(out, runs=[FIXTURE / "tutor"]) == 0
-    assert (out / "README.md").is_file() and len(datasets.load_from_disk(str(out))) == 4
+    assert (out / "README.md").is_file() and len(_load(out)) == 4
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # no staging folder left
 
 
@@ -314,10 +332,10 @@ def hub(monkeypatch):
 
     def upload_folder(self, **kwargs):
         folder = Path(kwargs["folder_path"])
-        # the folder is complete when it is uploaded
-        calls.append(
-            ("upload_folder", {**kwargs, "files": sorted(p.name for p in folder.iterdir())})
-        )
+        # the folder is complete when it is uploaded; the files huggingface_hub would send
+        files = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
+        sent = filter_repo_objects(files, ignore_patterns=kwargs.get("ignore_patterns"))
+        calls.append(("upload_folder", {**kwargs, "files": sorted(sent)}))
 
     monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
     # The hub counts as reachable whatever the user's environment says: huggingface_hub
@@ -338,7 +356,8 @@ def test_push_to_hub_uploads_the_folder_to_the_repo(tmp_path, capsys, hub):
     assert upload == "upload_folder"
     assert upload_kwargs["repo_id"] == REPO and upload_kwargs["repo_type"] == "dataset"
     assert Path(upload_kwargs["folder_path"]) == out
-    assert {"README.md", "dataset_info.json", "state.json"} <= set(upload_kwargs["files"])
+    # the card and the Parquet file; the load_from_disk copy stays local
+    assert upload_kwargs["files"] == sorted(["README.md", export.PARQUET_FILE])
     assert f'load_dataset("{REPO}"' in (out / "README.md").read_text(encoding="utf-8")
     assert f"pushed to https://huggingface.co/datasets/{REPO}" in capsys.readouterr().out
 
@@ -371,7 +390,7 @@ def test_a_hub_error_is_one_line_that_names_the_fix(
     line = _one_line_error(capsys)
     assert expected in line and REPO in line
     assert f"hf upload {REPO} {out} --repo-type dataset" in line
-    assert len(datasets.load_from_disk(str(out))) == 4  # the export itself stays
+    assert len(_load(out)) == 4  # the export itself stays
 
 
 @pytest.mark.parametrize(

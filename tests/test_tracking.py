@@ -8,7 +8,13 @@ import pytest
 
 from intbench.metrics import summarize
 from intbench.runner import RunConfig, run_eval
-from intbench.tracking import EpisodeTracking, TrackerError, check_tracker, make_tracker
+from intbench.tracking import (
+    EpisodeTracking,
+    TrackerError,
+    check_tracker,
+    make_tracker,
+    wandb_init_args,
+)
 
 STUDENT = "scripted:text=We add the numbers and carry. So \\boxed{7}."
 
@@ -54,6 +60,77 @@ def test_wandb_offline_writes_its_run_files(tmp_path, monkeypatch):
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     assert list(runs[0].glob("*.wandb"))  # the run's log, synced later with `wandb sync`
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("wandb") is None, reason="needs wandb (intbench[tracking])"
+)
+def test_wandb_honours_its_environment_variables(tmp_path, monkeypatch):
+    import wandb
+
+    runs = []
+    real_init = wandb.init
+
+    def init(**kwargs):
+        runs.append(real_init(**kwargs))
+        return runs[-1]
+
+    monkeypatch.setattr(wandb, "init", init)
+    wandb.teardown()  # wandb reads its variables once per process: as a fresh process would
+    wandb_dir, cwd = tmp_path / "wandb-files", tmp_path / "cwd"
+    wandb_dir.mkdir()
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    for name, value in {
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "WANDB_DIR": str(wandb_dir),
+        "WANDB_PROJECT": "my-project",
+        "WANDB_ENTITY": "my-team",
+        "WANDB_NAME": "my-run",
+        "WANDB_TAGS": "a,b",
+    }.items():
+        monkeypatch.setenv(name, value)
+    out = _tracked_run(tmp_path, monkeypatch, "wandb")
+    (run,) = runs
+    named = (run.project, run.entity, run.name, run.tags)
+    assert named == ("my-project", "my-team", "my-run", ("a", "b"))
+    assert len(list((wandb_dir / "wandb").glob("offline-run-*/*.wandb"))) == 1
+    assert not (out / "wandb").exists() and list(cwd.iterdir()) == []
+    wandb.teardown()
+
+
+def test_wandb_init_args_default_only_what_the_environment_leaves_unset(tmp_path, monkeypatch):
+    for name in ("WANDB_DIR", "WANDB_PROJECT", "WANDB_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    run = tmp_path / "run"
+    assert wandb_init_args(run) == {"dir": str(run), "project": "intbench", "name": "run"}
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("WANDB_PROJECT", "p")
+    expected = {"dir": str(tmp_path / "elsewhere"), "project": "p", "name": "run"}
+    assert wandb_init_args(run) == expected
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorboard") is None, reason="needs tensorboard (intbench[tracking])"
+)
+def test_a_tracker_starts_on_the_first_log_so_a_run_that_logged_nothing_leaves_no_files(
+    tmp_path,
+):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "run"
+    tracker = make_tracker("tensorboard", out)
+    tracker.log_config({"env_id": "IntBench-Math-v0"})
+    tracker.finish()
+    assert not out.exists()
+    tracker = make_tracker("tensorboard", out)
+    tracker.log_config({"env_id": "IntBench-Math-v0"})
+    tracker.log_metrics({"episodes/done": 1}, step=1)
+    tracker.finish()
+    events = EventAccumulator(str(out / "tensorboard"), size_guidance={"tensors": 0})
+    events.Reload()
+    assert "config/text_summary" in events.Tags()["tensors"]  # the config waited for it
 
 
 def test_none_logs_nothing_and_typos_fail_fast(tmp_path):

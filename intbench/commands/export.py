@@ -16,9 +16,12 @@ def add_parser(subparsers: Any) -> None:
         "export",
         help="write runs as a Hugging Face dataset (one row per episode) with a dataset card",
         description="Write the episodes of every RUN (a run directory, its episodes file, or a "
-        "folder of runs) to DIR with datasets' save_to_disk: one row per episode, the columns "
-        "people filter on flattened, the whole record as JSON. DIR/README.md is the dataset "
-        "card: each run's config, the report's metric tables and the papers to cite.",
+        "folder of runs) to DIR as one 'train' split: one row per episode, the columns people "
+        "filter on flattened, the whole record as JSON. DIR/data/*.parquet is what "
+        "datasets.load_dataset(DIR) and the hub read; DIR/train/ holds the same rows for "
+        "datasets.load_from_disk(DIR). DIR/README.md is the dataset card: the columns, the "
+        "problems' sources and licences, each run's config, the report's metric tables and the "
+        "papers to cite.",
     )
     parser.add_argument(
         "runs", nargs="+", metavar="RUN", help="run directory (or its episodes file)"
