@@ -233,7 +233,11 @@ class FakeOpenAIServer:
             {
                 **head,
                 "choices": [
-                    {"index": 0, "delta": choice["message"], "finish_reason": choice["finish_reason"]}
+                    {
+                        "index": 0,
+                        "delta": choice["message"],
+                        "finish_reason": choice["finish_reason"],
+                    }
                 ],
             }
         ]

@@ -38,6 +38,7 @@ PROBLEMS = [
     for i in (2, 3)
 ]
 STUDENT = "scripted:tests.scripted_students:hinted"
+WAIT = {"intervene": 0, "message": ""}
 
 # The teacher's replies per protocol, in the papers' formats: wait once, then give a hint.
 MONITOR = ["Intervene: No", "Intervene: Yes\nIntervention: Recheck the sum with the HINT."]
@@ -96,7 +97,7 @@ def play(environment, task, teacher: ScriptedTeacher):
     return asyncio.run(episode())
 
 
-def direct_play(protocol: str, task, replies: list[str]) -> tuple[float, list[list[dict]]]:
+def direct_play(protocol: str, task, replies: list) -> tuple[float, list[list[dict]]]:
     """The same episode through Gymnasium: its return and the teacher prompts it gave."""
     env_id, _, protocol_options = CASES[protocol]
     env = gym.make(env_id, student=STUDENT, problems=PROBLEMS, **protocol_options)
@@ -129,7 +130,9 @@ def test_verifiers_loads_intbench_by_id_and_plays_an_episode(protocol):
 
     assert episode.ok, episode.errors
     (trace,) = episode.traces
-    replies = [teacher.replies[min(i, len(teacher.replies) - 1)] for i in range(len(teacher.requests))]
+    replies = [
+        teacher.replies[min(i, len(teacher.replies) - 1)] for i in range(len(teacher.requests))
+    ]
     expected, prompts = direct_play(protocol, task, replies)
     # Every request is the env's prompt at that turn, after the earlier turns.
     assert len(teacher.requests) == len(prompts)
@@ -146,23 +149,30 @@ def test_verifiers_loads_intbench_by_id_and_plays_an_episode(protocol):
     assert record["protocol"] == protocol and record["problem_id"] == "t/3"
 
 
-def test_a_teacher_stopped_early_earns_what_waiting_earns():
-    """A turn limit ends the teacher's run after its first reply (a wait): the rest of
-    the episode is played without help, so it scores as never intervening (0 here)."""
-    environment = load("monitor", teacher={"max_turns": 1})
+@pytest.mark.parametrize(
+    "protocol, first_reply",
+    [("monitor", "Intervene: No"), ("feedback", "<feedback>Look again.</feedback>")],
+)
+def test_a_teacher_stopped_early_earns_what_waiting_earns(protocol, first_reply):
+    """A turn limit ends the teacher's run after its first reply: the rest of the
+    episode is played without help, so it scores as waiting from then on (0 here)."""
+    environment = load(protocol, teacher={"max_turns": 1})
     task = next(iter(environment.taskset))
-    teacher = ScriptedTeacher(MONITOR)
+    teacher = ScriptedTeacher([first_reply, CASES[protocol][1][-1]])
     episode = play(environment, task, teacher)
     assert episode.ok, episode.errors
     (trace,) = episode.traces
     assert len(teacher.requests) == 1
-    never, _ = direct_play("monitor", task, ["Intervene: No"] * 100)
-    assert trace.rewards["intbench"].score == never == 0.0
-    assert trace.metrics["intervened"] == 0.0
+    waiting, _ = direct_play(protocol, task, [first_reply] + [WAIT] * 20)
+    assert trace.rewards["intbench"].score == waiting == 0.0
+    assert trace.metrics["success"] == 0.0
+    assert trace.info["intbench_episode"]["solved_at"] is None
 
 
 def test_a_failed_intbench_episode_fails_instead_of_scoring():
-    environment = load("feedback", {"student": "scripted:tests.scripted_students:hinted_then_fails"})
+    environment = load(
+        "feedback", {"student": "scripted:tests.scripted_students:hinted_then_fails"}
+    )
     task = next(iter(environment.taskset))
     episode = play(environment, task, ScriptedTeacher(FEEDBACK))
     assert not episode.ok
@@ -174,7 +184,9 @@ def test_a_leaked_answer_is_charged():
     """Telling the answer scores below the hint (the env's leak charge reaches the trace)."""
     environment = load("feedback")
     task = next(iter(environment.taskset))
-    episode = play(environment, task, ScriptedTeacher(["<feedback>HINT: the answer is 5.</feedback>"]))
+    episode = play(
+        environment, task, ScriptedTeacher(["<feedback>HINT: the answer is 5.</feedback>"])
+    )
     (trace,) = episode.traces
     assert trace.metrics["leaked"] == 1.0
     assert trace.rewards["intbench"].score < 1.0

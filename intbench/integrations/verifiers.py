@@ -195,7 +195,10 @@ class IntBenchEnv(vf.Env[IntBenchEnvConfig]):
         if record.error:  # a student or grader failure is no score
             raise RuntimeError(f"IntBench episode {record.problem_id} failed: {record.error}")
         trace.record_reward("intbench", total, 1.0)
-        trace.record_metrics(record.reward_components)
+        # Numeric components only: `solved_at` is None while unsolved.
+        trace.record_metrics(
+            {k: v for k, v in record.reward_components.items() if isinstance(v, (int, float))}
+        )
         trace.info["intbench_episode"] = record.to_dict()
 
     async def _play(self, env: gym.Env, task: IntBenchTask, agents: vf.Agents):
