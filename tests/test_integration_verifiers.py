@@ -82,11 +82,13 @@ def load(protocol: str, options: dict | None = None, **env: object):
     return vf.load_environment(config)
 
 
-def play(environment, task, teacher: ScriptedTeacher):
-    """One episode of ``task`` with the scripted teacher behind a local model server."""
+def play(environment, task, teacher: ScriptedTeacher, faults: int = 0):
+    """One episode of ``task`` with the scripted teacher behind a local model server
+    whose first ``faults`` requests are refused (HTTP 429)."""
 
     async def episode():
         with FakeOpenAIServer(reply=teacher) as server:
+            server.inject("429", count=faults)
             ctx = vf.ModelContext(
                 model="fake-teacher",
                 client=vf.EvalClientConfig(base_url=server.base_url, api_key_var="FAKE_API_KEY"),
@@ -180,6 +182,16 @@ def test_a_failed_intbench_episode_fails_instead_of_scoring():
     assert all("intbench" not in t.rewards for t in episode.traces)
 
 
+def test_a_failed_teacher_run_is_not_scored():
+    """A teacher whose model calls fail does not get the waiting reward."""
+    environment = load("monitor")
+    task = next(iter(environment.taskset))
+    episode = play(environment, task, ScriptedTeacher(MONITOR), faults=100)
+    assert not episode.ok
+    (trace,) = episode.traces
+    assert not trace.ok and "intbench" not in trace.rewards
+
+
 def test_a_leaked_answer_is_charged():
     """Telling the answer scores below the hint (the env's leak charge reaches the trace)."""
     environment = load("feedback")
@@ -194,15 +206,13 @@ def test_a_leaked_answer_is_charged():
 
 def test_a_problem_without_a_teacher_turn_yields_no_task():
     """A feedback student right at attempt 1 leaves the teacher nothing to decide."""
-    environment = load("feedback", {"student": "scripted:tests.scripted_students:hinted"})
-    solved = [{**PROBLEMS[0], "id": "t/easy", "answer": "0"}, PROBLEMS[1]]
-    environment.taskset.config.options["problems"] = solved
+    easy = {**PROBLEMS[0], "id": "t/easy", "answer": "0"}
+    environment = load("feedback", {"problems": [easy, PROBLEMS[1]]})
     assert [t.data.id for t in environment.taskset] == ["t/3"]
 
 
 def test_bad_options_fail_with_one_line_naming_the_fix():
     with pytest.raises(ValueError, match="unknown IntBench domain 'maths'; use one of .*math"):
         vf.resolve_env_config({"taskset": {"id": "intbench-monitor", "domain": "maths"}})
-    environment = load("monitor", {"k_max": 3})  # a feedback option
-    with pytest.raises(TypeError, match="k_max"):
-        next(iter(environment.taskset))
+    with pytest.raises(TypeError, match="k_max"):  # a feedback option, before any rollout
+        load("monitor", {"k_max": 3})

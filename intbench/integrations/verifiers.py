@@ -7,7 +7,7 @@ top-level module of this distribution (``intbench_monitor``, ...) exporting
 its taskset and :class:`IntBenchEnv`::
 
     vf-eval intbench-feedback -n 8 -m <model> --client.base-url http://127.0.0.1:8000/v1 \\
-        --env.taskset.domain code --env.taskset.options '{"student": "openai:<student>"}'
+        --env.taskset.domain codeforces --env.taskset.options '{"student": "openai:<student>"}'
 
 Taskset options (``--env.taskset.*``, or the ``taskset`` block of the env config):
 ``domain`` (an IntBench domain: ``math``, ``code``, ...), ``options`` (the
@@ -34,7 +34,7 @@ reward components, and ``trace.info["intbench_episode"]`` holds the episode
 record.  A teacher whose run ends early (a turn or token limit) leaves the rest
 of the episode to be played without help, so stopping earns what waiting does.
 An episode that IntBench records as failed (a student or grader error) fails
-the verifiers episode instead of scoring it.
+the verifiers episode instead of scoring it; a failed teacher run is not scored.
 """
 
 from __future__ import annotations
@@ -184,14 +184,19 @@ class IntBenchEnv(vf.Env[IntBenchEnvConfig]):
 
     def __init__(self, config: IntBenchEnvConfig) -> None:
         super().__init__(config)
-        self._idle: list[gym.Env] = []  # envs of finished episodes, reused
+        # Envs of finished episodes, reused; making the first one now makes bad
+        # options fail here, before any rollout.
+        self._idle: list[gym.Env] = [self.taskset.make_env()]
 
     async def run(self, task: IntBenchTask, agents: vf.Agents) -> None:
         env = self._idle.pop() if self._idle else self.taskset.make_env()
         try:
-            total, record, trace = await self._play(env, task, agents)
+            result = await self._play(env, task, agents)
         finally:
             self._idle.append(env)
+        if result is None:  # the teacher's run failed: its trace carries the error
+            return
+        total, record, trace = result
         if record.error:  # a student or grader failure is no score
             raise RuntimeError(f"IntBench episode {record.problem_id} failed: {record.error}")
         trace.record_reward("intbench", total, 1.0)
@@ -230,6 +235,8 @@ class IntBenchEnv(vf.Env[IntBenchEnvConfig]):
                 if next_system != system:
                     raise ValueError(f"{info['env_id']} changed its system prompt mid-episode")
                 segment = await interaction.turn(prompt)
+        if not interaction.trace.ok:
+            return None
         while not done:  # the teacher's run ended early: the rest without help
             _, reward, terminated, truncated, _ = await asyncio.to_thread(env.step, WAIT)
             total += float(reward)
