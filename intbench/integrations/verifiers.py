@@ -10,7 +10,7 @@ its taskset and :class:`IntBenchEnv`::
         --env.taskset.domain codeforces --env.taskset.options '{"student": "openai:<student>"}'
 
 Taskset options (``--env.taskset.*``, or the ``taskset`` block of the env config):
-``domain`` (an IntBench domain: ``math``, ``code``, ...), ``options`` (the
+``domain`` (an IntBench domain: ``math``, ``codeforces``, ...), ``options`` (the
 env's ``gym.make`` options, as ``--env-option`` in ``intbench eval``:
 ``student``, ``n``, ``k_max``, ``condition``, ...) and ``seed`` (problem ``i``
 resets with ``seed + i``).
