@@ -11,6 +11,10 @@ N requests:
 * ``"drop"``  -- closes the connection without sending a response
 * ``"truncated"``  -- announces a longer body than it sends, then hangs up
 
+A request with ``"stream": true`` gets the same reply as server-sent events: one
+chunk with the whole message, a usage chunk when ``stream_options.include_usage``
+asks for it, then ``data: [DONE]``.  Faults apply to streamed requests too.
+
 and malformed replies with status 200, each a chat completion gone wrong:
 
 * ``"bad_json"``       -- a JSON document cut in the middle
@@ -56,6 +60,13 @@ MALFORMED = (
 )
 FAULTS = ("500", "429", "slow", "drop", "truncated", *MALFORMED)
 HTML_PAGE = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+
+
+def _text(content: object) -> str:
+    """A message's text: a string, or the text parts of a content-part list."""
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
 
 
 def echo_reply(messages: list[dict]) -> str:
@@ -206,11 +217,34 @@ class FakeOpenAIServer:
             "model": request.get("model", self.model),
             "choices": [choice],
             "usage": {
-                "prompt_tokens": sum(len(m["content"].split()) for m in messages),
+                "prompt_tokens": sum(len(_text(m.get("content")).split()) for m in messages),
                 "completion_tokens": len(text.split()),
                 "total_tokens": 0,
             },
         }
+
+    def _stream_events(self, request: dict) -> bytes:
+        """The completion as server-sent events (``"stream": true``)."""
+        body = self._completion_body(request)
+        choice = body["choices"][0]
+        head = {k: v for k, v in body.items() if k not in ("choices", "usage")}
+        head["object"] = "chat.completion.chunk"
+        chunks = [
+            {
+                **head,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": choice["message"],
+                        "finish_reason": choice["finish_reason"],
+                    }
+                ],
+            }
+        ]
+        if (request.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**head, "choices": [], "usage": body["usage"]})
+        events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+        return "".join(events).encode()
 
     def _malformed_body(self, fault: str, request: dict) -> tuple[str, str]:
         """``(content type, body)`` of a malformed 200 reply."""
@@ -328,6 +362,9 @@ class FakeOpenAIServer:
                 else:
                     if fault == "slow":
                         server._stopping.wait(server.slow_seconds)
-                    self._send_json(200, server._completion_body(request))
+                    if request.get("stream"):
+                        self._send(200, "text/event-stream", server._stream_events(request))
+                    else:
+                        self._send_json(200, server._completion_body(request))
 
         return Handler

@@ -78,3 +78,18 @@ def overlapping(messages):
     with _overlap_lock:
         OVERLAP["active"] -= 1
     return TRACE
+
+
+def hinted(messages):
+    """Wrong (``\\boxed{0}``) until a message mentions ``HINT``; then it repeats the hint
+    (so a plan it writes keeps it) and answers ``\\boxed{5}``."""
+    text = "\n".join(m["content"] for m in messages)
+    steps = "We add the numbers step by step. " * 4
+    return steps + ("Using the HINT: so \\boxed{5}." if "HINT" in text else "So \\boxed{0}.")
+
+
+def hinted_then_fails(messages):
+    """As :func:`hinted`, but fails once a message mentions ``HINT``."""
+    if any("HINT" in m["content"] for m in messages):
+        raise RuntimeError("injected student failure")
+    return hinted(messages)
