@@ -78,3 +78,11 @@ def overlapping(messages):
     with _overlap_lock:
         OVERLAP["active"] -= 1
     return TRACE
+
+
+def fixture_monitor_teacher(messages):
+    """A Standard monitor teacher for the golden runs: waits until the trace has repeated its
+    opening sentence three times, then intervenes."""
+    if messages[-1]["content"].count("checking each part") >= 3:
+        return "Intervene: Yes\nIntervention: Check the second step again."
+    return "Intervene: No"
