@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -42,6 +42,9 @@ from intbench.records import Episode, Problem
 from intbench.run_summary import RunSummary
 from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError, canonical_run_key
 from intbench.scheduling import Scheduler, episode_program
+
+if TYPE_CHECKING:  # teachers load the model-side modules; a run imports them when it starts
+    from intbench.teachers import Teacher
 
 __all__ = [
     "EPISODE_TIMEOUT_S",
@@ -177,7 +180,7 @@ def _run_locked(
         config.to_dict(),
         {
             "student": student,
-            "teacher": getattr(teacher, "backend", None),
+            "teacher": teacher.backend,
             "judge": shared_backend(config.judge) if config.judge else None,
         },
         prices,
@@ -269,7 +272,7 @@ def _warm_grader(domain: str, concurrency: int) -> None:
     threading.Thread(target=warm_up, name="grader-warm-up", daemon=True).start()
 
 
-def _make_teacher(config: RunConfig, first, problems: list[Problem]):
+def _make_teacher(config: RunConfig, first, problems: list[Problem]) -> Teacher:
     from intbench.teachers import make_teacher
 
     if config.replay_interventions:
@@ -287,7 +290,7 @@ def _play(
     config: RunConfig,
     first,
     problems: list[Problem],
-    teacher,
+    teacher: Teacher,
     todo: list[str],
     concurrency: int,
     episode_timeout_s: float | None,
@@ -524,7 +527,7 @@ def _play_shard(config_dict: dict, keys: list[str], concurrency: int, timeout_s,
     teacher = _make_teacher(config, first, first.problems)
     backends = {
         "student": first.executor.backends["student"],
-        "teacher": getattr(teacher, "backend", None),
+        "teacher": teacher.backend,
         "judge": shared_backend(config.judge) if config.judge else None,
     }
     before = RunSummary(config_dict, backends)
@@ -565,19 +568,14 @@ def _make_env(config: RunConfig, problems: list[Problem] | None = None):
     return gym.make(config.env_id, **kwargs).unwrapped
 
 
-def _finish_record(episode: Episode, config: RunConfig, key: str, teacher, slot: int) -> Episode:
+def _finish_record(
+    episode: Episode, config: RunConfig, key: str, teacher: Teacher, slot: int
+) -> Episode:
     # An env that knows who wrote the feedback (self-feedback: the student's model) says so.
     episode.teacher = episode.teacher or config.teacher
     problem_index, repeat = key.split(":")
     episode.metadata.update(run_key=key, problem_index=int(problem_index), repeat=int(repeat))
-    finish = getattr(teacher, "finish", None)
-    if finish is not None:
-        finish(slot, episode)
-    outputs = getattr(teacher, "outputs", {}).get(slot)
-    if outputs is not None:
-        episode.metadata["teacher_outputs"] = outputs
-        prompt, completion = teacher.tokens[slot]
-        episode.tokens.update(teacher_prompt=prompt, teacher_completion=completion)
+    teacher.finish(slot, episode)
     return episode
 
 
@@ -619,13 +617,13 @@ def _batch_note(bar):
     return note
 
 
-def _tick(bar, student, teacher) -> None:
+def _tick(bar, student, teacher: Teacher) -> None:
     if bar is None:
         return
     bar.update(1)
     elapsed = bar.format_dict.get("elapsed") or 0.0
     generated = student.usage.completion_tokens
-    backend = getattr(teacher, "backend", None)
+    backend = teacher.backend
     if backend is not None and backend is not student:
         generated += backend.usage.completion_tokens
     if elapsed > 0:

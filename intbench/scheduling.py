@@ -32,9 +32,13 @@ from collections import defaultdict
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from intbench.agents.base import is_remote
 from intbench.envs.flows import Generate, RequestExecutor, Verify
+
+if TYPE_CHECKING:  # teachers load the model-side modules, which scheduling does not need
+    from intbench.teachers import Teacher
 
 VERIFY_THREADS = 8
 STARTS_PER_ROUND = 8  # programs started before the ready requests go out, so setup stays short
@@ -70,11 +74,6 @@ def _batched_fields(sampling_type: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(sampling_type) if f.name != "seed")
 
 
-def is_remote(backend: object) -> bool:
-    """Whether ``backend`` is a server, whose requests are best kept in flight together."""
-    return bool(getattr(backend, "remote", False))
-
-
 @dataclass
 class _Running:
     """One program in a slot; ``serial`` tells a reused slot's programs apart."""
@@ -96,7 +95,7 @@ class Scheduler:
     def __init__(
         self,
         executor: RequestExecutor,
-        teacher: object,
+        teacher: Teacher,
         slots: int,
         on_batch: Callable[[str, int], None] | None = None,
     ):
@@ -235,8 +234,8 @@ class Scheduler:
             self._dispatch_acts(acts, ready, owner, in_flight)
 
     def _dispatch_acts(self, slots: list[int], ready: dict, owner: dict, in_flight: dict) -> None:
-        backend = getattr(self.teacher, "backend", None)
-        if backend is None:  # a scripted policy: decide now
+        backend = self.teacher.backend
+        if backend is None:  # decisions made in Python (a policy, a replay): decide now
             requests = [ready.pop(slot) for slot in slots]
             future: Future = Future()
             future.set_result(self._act(requests))
