@@ -350,7 +350,7 @@ def _play_in_workers(
     directory and nothing is duplicated."""
     shards = _RayShards(ray_address) if ray_address is not None else _ProcessShards()
     try:
-        if ray_address is not None and workers == 1:  # one shard per CPU of the cluster
+        if isinstance(shards, _RayShards) and workers == 1:  # one shard per CPU of the cluster
             workers = shards.cpus()
         running = shards.start(config, todo, workers, concurrency, episode_timeout_s)
         summary.processes = running
@@ -649,7 +649,7 @@ def _options_with_defaults(env_id: str, options: dict) -> dict:
     import intbench.envs  # noqa: F401  (registers the ids)
 
     spec = gym.spec(env_id)
-    module, _, name = spec.entry_point.partition(":")
+    module, _, name = str(spec.entry_point).partition(":")
     options_class = getattr(importlib.import_module(module), name).options_class
     defaults = {}
     for f in dataclasses.fields(options_class):
@@ -687,6 +687,12 @@ def replayed_config(path: str | os.PathLike) -> dict:
     return saved
 
 
+def _replayed_dir(config: RunConfig) -> RunDir:
+    if not config.replay_interventions:
+        raise ReplayError("this run names no run to replay (replay_interventions)")
+    return RunDir(config.replay_interventions)
+
+
 def check_replay(config: RunConfig) -> dict:
     """Check that ``config.replay_interventions`` names a finished Standard monitor run over
     the same env, student and problems; return its saved configuration.  Reads files only.
@@ -694,9 +700,10 @@ def check_replay(config: RunConfig) -> dict:
     Raises:
         ReplayError: one line saying what does not fit.
     """
-    source = RunDir(config.replay_interventions)
+    source = _replayed_dir(config)
     where = str(source.path)
     saved = replayed_config(source.path)
+    protocols: tuple[str | None, str | None]
     try:
         protocols = protocol_of(config.env_id), protocol_of(saved["env_id"])
     except (KeyError, ValueError):
@@ -744,12 +751,12 @@ def check_replay(config: RunConfig) -> dict:
     return saved
 
 
-def replay_teacher(config: RunConfig, problems: list[Problem]):
+def replay_teacher(config: RunConfig, problems: list[Problem]) -> Teacher:
     """The teacher replaying ``config.replay_interventions`` on ``problems`` (see
     :class:`~intbench.teachers.ReplayTeacher`)."""
     from intbench.teachers import ReplayedIntervention, ReplayTeacher
 
-    source = RunDir(config.replay_interventions)
+    source = _replayed_dir(config)
     if [p.id for p in source.problems()] != [p.id for p in problems]:
         raise ReplayError(f"{source.path} ran other problems than this run draws")
     plan = {}

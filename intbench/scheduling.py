@@ -65,7 +65,8 @@ Program = Generator[Any, Any, Any]
 def _batch_key(request: Generate) -> tuple:
     """Generations that may go to a model as one batch: one role, one sampling but the seed."""
     sampling = request.sampling
-    values = (getattr(sampling, name) for name in _batched_fields(type(sampling)))
+    sampling_type: type = type(sampling)  # annotated: mypy takes this class for unhashable
+    values = (getattr(sampling, name) for name in _batched_fields(sampling_type))
     return (request.role, *(tuple(v) if isinstance(v, list) else v for v in values))
 
 
@@ -207,7 +208,7 @@ class Scheduler:
         acts: list[int] = []
         for slot, request in list(ready.items()):
             if isinstance(request, Verify):
-                future = self._verify_pool.submit(self.executor.verify, [request])
+                future: Future = self._verify_pool.submit(self.executor.verify, [request])
                 self._track(in_flight, future, [owner[slot]])
                 del ready[slot]
             elif isinstance(request, Generate):

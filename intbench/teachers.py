@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import difflib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,7 +28,13 @@ from intbench.agents.incremental import (
     decide_batch,
     decision_line,
 )
-from intbench.agents.parsing import parse_feedback, parse_monitor_decision, parse_oracle_decision
+from intbench.agents.parsing import (
+    MonitorDecision,
+    OracleDecision,
+    parse_feedback,
+    parse_monitor_decision,
+    parse_oracle_decision,
+)
 from intbench.agents.policies import POLICY_KINDS, AtFraction, make_policy
 from intbench.records import Episode
 
@@ -310,7 +316,7 @@ class ModelTeacher(BaseTeacher):
                 logger.warning("teacher said Yes, then No in its full reply: a wait")
         return actions
 
-    def _decide(self, slots: list[int], infos: list[dict], seeds: list[int]) -> list[dict]:
+    def _decide(self, slots: list[int], infos: list[dict], seeds: list[int]) -> list[dict | str]:
         """Incremental Standard decisions of several episodes in one batch (local models)."""
         deciders = [self._decider(slot, seed) for slot, seed in zip(slots, seeds, strict=True)]
         try:
@@ -332,6 +338,7 @@ class ModelTeacher(BaseTeacher):
         if self.protocol == "feedback":
             message = parse_feedback(text).text.strip()
             return {"intervene": int(bool(message)), "message": message}
+        decision: MonitorDecision | OracleDecision
         if self.condition == "oracle":
             decision = parse_oracle_decision(text)
             extra = {"quote": decision.quote or "", "position": -1}
@@ -375,7 +382,8 @@ class ReplayTeacher(BaseTeacher):
     an episode where the Standard teacher did not.
     """
 
-    def __init__(self, plan: dict[str, ReplayedIntervention], source: str):
+    def __init__(self, plan: Mapping[object, ReplayedIntervention], source: str):
+        """``plan``: what the teacher did, by run key."""
         self.plan = plan
         self.source = source
         self._current: dict[int, tuple[str | None, ReplayedIntervention | None]] = {}
@@ -387,8 +395,11 @@ class ReplayTeacher(BaseTeacher):
         actions = []
         for slot, (_, info) in zip(slots, steps, strict=True):
             _, entry = self._current[slot]
-            due = entry is not None and entry.position is not None
-            if due and int(info["revealed_chars"]) >= entry.position:
+            if (
+                entry is not None
+                and entry.position is not None
+                and int(info["revealed_chars"]) >= entry.position
+            ):
                 actions.append({"intervene": 1, "message": entry.message})
             else:
                 actions.append({"intervene": 0, "message": ""})

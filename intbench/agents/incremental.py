@@ -348,12 +348,12 @@ def decide_batch(
     decisions = [d._decide_yes(logits[row]) for row, d in enumerate(deciders)]
     decision_seconds = time.perf_counter() - start
     yes = [row for row, (intervene, _) in enumerate(decisions) if intervene]
-    messages = _generate_messages([deciders[row] for row in yes], merged, yes)
+    generated = _generate_messages([deciders[row] for row in yes], merged, yes)
     seconds = time.perf_counter() - start
     results = []
     for row, decider in enumerate(deciders):
         intervene, p_yes = decisions[row]
-        message_ids = messages.get(row)
+        message_ids = generated.get(row, [])  # generated for every intervening row
         if intervene:
             body = decider.tokenizer.decode(message_ids, skip_special_tokens=True)
             text = decider.decision_prefix + decider.yes + body
