@@ -144,36 +144,39 @@ class Scheduler:
 
         while True:
             if not exhausted:
-                free = [slot for slot in range(self.slots) if slot not in running]
-                for slot in free[:STARTS_PER_ROUND]:
-                    program = next_program(slot)
-                    if program is None:
-                        exhausted = True
-                        break
-                    running[slot] = _Running(program, next(serials), time.monotonic())
-                    advance(slot, None, first=True)
+                exhausted = self._start(next_program, running, serials, advance)
             if not running:
                 return
             starting = not exhausted and len(running) < self.slots
             self._dispatch(ready, running, in_flight, hold_local=starting)
             if in_flight:
                 # Slots still to fill: only a short look at what is done, then start more.
-                for future in self._finished(timeout=START_PAUSE_S if starting else WAIT_S):
-                    owners = in_flight.pop(future, None)
-                    if owners is None:  # a previous run's request
-                        continue
-                    answers = future.result()
-                    for (slot, serial), answer in zip(owners, answers, strict=True):
-                        state = running.get(slot)
-                        if state is not None and state.serial == serial:  # not dropped meanwhile
-                            advance(slot, answer)
+                self._answer(in_flight, running, advance, START_PAUSE_S if starting else WAIT_S)
             if limit_s is not None:
-                now = time.monotonic()
-                for slot in [s for s, r in running.items() if now - r.started > limit_s]:
-                    del running[slot]
-                    ready.pop(slot, None)
-                    if on_overdue is not None:
-                        on_overdue(slot)
+                _drop_overdue(running, ready, limit_s, on_overdue)
+
+    def _start(self, next_program, running: dict, serials: Iterator[int], advance) -> bool:
+        """Start programs in free slots, a few per round; whether none are left to start."""
+        free = [slot for slot in range(self.slots) if slot not in running]
+        for slot in free[:STARTS_PER_ROUND]:
+            program = next_program(slot)
+            if program is None:
+                return True
+            running[slot] = _Running(program, next(serials), time.monotonic())
+            advance(slot, None, first=True)
+        return False
+
+    def _answer(self, in_flight: dict, running: dict, advance, timeout: float) -> None:
+        """Hand what is done within ``timeout`` to the programs still waiting for it."""
+        for future in self._finished(timeout=timeout):
+            owners = in_flight.pop(future, None)
+            if owners is None:  # a previous run's request
+                continue
+            answers = future.result()
+            for (slot, serial), answer in zip(owners, answers, strict=True):
+                state = running.get(slot)
+                if state is not None and state.serial == serial:  # not dropped meanwhile
+                    advance(slot, answer)
 
     def _finished(self, timeout: float) -> list[Future]:
         """The futures done by now, waiting up to ``timeout`` seconds for the first."""
@@ -219,20 +222,27 @@ class Scheduler:
             else:
                 raise TypeError(f"an episode yielded {type(request).__name__}")
         for slots in generations.values():
-            role = ready[slots[0]].role
-            remote = is_remote(self.executor.backends.get(role))
-            if not remote and (self._local_busy is not None or hold_local):
-                continue  # batched with what arrives meanwhile, once the worker is free
-            batch = [ready.pop(slot) for slot in slots]
-            if self.on_batch is not None:
-                self.on_batch(role, len(batch))
-            pool = self._remote_pool if remote else self._local_pool
-            future = pool.submit(self.executor.generate, batch)
-            self._track(in_flight, future, [owner[slot] for slot in slots])
-            if not remote:
-                self._local_busy = future
+            self._dispatch_generations(slots, ready, owner, in_flight, hold_local)
         if acts:
             self._dispatch_acts(acts, ready, owner, in_flight)
+
+    def _dispatch_generations(
+        self, slots: list[int], ready: dict, owner: dict, in_flight: dict, hold_local: bool
+    ) -> None:
+        """Send the generations of ``slots`` (one role and sampling) as one batch, unless
+        they are for a local model that is busy or waits for the slots to fill."""
+        role = ready[slots[0]].role
+        remote = is_remote(self.executor.backends.get(role))
+        if not remote and (self._local_busy is not None or hold_local):
+            return  # batched with what arrives meanwhile, once the worker is free
+        batch = [ready.pop(slot) for slot in slots]
+        if self.on_batch is not None:
+            self.on_batch(role, len(batch))
+        pool = self._remote_pool if remote else self._local_pool
+        future = pool.submit(self.executor.generate, batch)
+        self._track(in_flight, future, [owner[slot] for slot in slots])
+        if not remote:
+            self._local_busy = future
 
     def _dispatch_acts(self, slots: list[int], ready: dict, owner: dict, in_flight: dict) -> None:
         backend = self.teacher.backend
@@ -261,6 +271,18 @@ class Scheduler:
             [(r.obs, r.info) for r in requests],
             [r.seed for r in requests],
         )
+
+
+def _drop_overdue(
+    running: dict, ready: dict, limit_s: float, on_overdue: Callable[[int], None] | None
+) -> None:
+    """Drop the programs running longer than ``limit_s`` seconds, telling ``on_overdue``."""
+    now = time.monotonic()
+    for slot in [s for s, r in running.items() if now - r.started > limit_s]:
+        del running[slot]
+        ready.pop(slot, None)
+        if on_overdue is not None:
+            on_overdue(slot)
 
 
 def episode_program(
