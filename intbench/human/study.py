@@ -1,7 +1,8 @@
 """A human study: its configuration, the problems people see, and trials played on the monitor env.
 
 A trial is an ordinary :class:`~intbench.envs.monitor.MonitorEnv` episode
-whose actions come from a participant's clicks.  The server never keeps an
+whose actions come from a participant's clicks (played by a
+:class:`~intbench.teachers.HumanTeacher`).  The server never keeps an
 env alive between requests: a trial is *replayed* from what was persisted
 (problem, env seed, how many increments were revealed, the final action), so
 a restart loses nothing and the record is built by the env itself.  Seeds make
