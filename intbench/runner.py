@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -42,6 +42,9 @@ from intbench.records import Episode, Problem
 from intbench.run_summary import RunSummary
 from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError, canonical_run_key
 from intbench.scheduling import Scheduler, episode_program
+
+if TYPE_CHECKING:  # teachers load the model-side modules; a run imports them when it starts
+    from intbench.teachers import Teacher
 
 __all__ = [
     "EPISODE_TIMEOUT_S",
@@ -177,7 +180,7 @@ def _run_locked(
         config.to_dict(),
         {
             "student": student,
-            "teacher": getattr(teacher, "backend", None),
+            "teacher": teacher.backend,
             "judge": shared_backend(config.judge) if config.judge else None,
         },
         prices,
@@ -269,7 +272,7 @@ def _warm_grader(domain: str, concurrency: int) -> None:
     threading.Thread(target=warm_up, name="grader-warm-up", daemon=True).start()
 
 
-def _make_teacher(config: RunConfig, first, problems: list[Problem]):
+def _make_teacher(config: RunConfig, first, problems: list[Problem]) -> Teacher:
     from intbench.teachers import make_teacher
 
     if config.replay_interventions:
@@ -287,7 +290,7 @@ def _play(
     config: RunConfig,
     first,
     problems: list[Problem],
-    teacher,
+    teacher: Teacher,
     todo: list[str],
     concurrency: int,
     episode_timeout_s: float | None,
@@ -347,7 +350,7 @@ def _play_in_workers(
     directory and nothing is duplicated."""
     shards = _RayShards(ray_address) if ray_address is not None else _ProcessShards()
     try:
-        if ray_address is not None and workers == 1:  # one shard per CPU of the cluster
+        if isinstance(shards, _RayShards) and workers == 1:  # one shard per CPU of the cluster
             workers = shards.cpus()
         running = shards.start(config, todo, workers, concurrency, episode_timeout_s)
         summary.processes = running
@@ -524,7 +527,7 @@ def _play_shard(config_dict: dict, keys: list[str], concurrency: int, timeout_s,
     teacher = _make_teacher(config, first, first.problems)
     backends = {
         "student": first.executor.backends["student"],
-        "teacher": getattr(teacher, "backend", None),
+        "teacher": teacher.backend,
         "judge": shared_backend(config.judge) if config.judge else None,
     }
     before = RunSummary(config_dict, backends)
@@ -565,19 +568,14 @@ def _make_env(config: RunConfig, problems: list[Problem] | None = None):
     return gym.make(config.env_id, **kwargs).unwrapped
 
 
-def _finish_record(episode: Episode, config: RunConfig, key: str, teacher, slot: int) -> Episode:
+def _finish_record(
+    episode: Episode, config: RunConfig, key: str, teacher: Teacher, slot: int
+) -> Episode:
     # An env that knows who wrote the feedback (self-feedback: the student's model) says so.
     episode.teacher = episode.teacher or config.teacher
     problem_index, repeat = key.split(":")
     episode.metadata.update(run_key=key, problem_index=int(problem_index), repeat=int(repeat))
-    finish = getattr(teacher, "finish", None)
-    if finish is not None:
-        finish(slot, episode)
-    outputs = getattr(teacher, "outputs", {}).get(slot)
-    if outputs is not None:
-        episode.metadata["teacher_outputs"] = outputs
-        prompt, completion = teacher.tokens[slot]
-        episode.tokens.update(teacher_prompt=prompt, teacher_completion=completion)
+    teacher.finish(slot, episode)
     return episode
 
 
@@ -619,13 +617,13 @@ def _batch_note(bar):
     return note
 
 
-def _tick(bar, student, teacher) -> None:
+def _tick(bar, student, teacher: Teacher) -> None:
     if bar is None:
         return
     bar.update(1)
     elapsed = bar.format_dict.get("elapsed") or 0.0
     generated = student.usage.completion_tokens
-    backend = getattr(teacher, "backend", None)
+    backend = teacher.backend
     if backend is not None and backend is not student:
         generated += backend.usage.completion_tokens
     if elapsed > 0:
@@ -651,7 +649,7 @@ def _options_with_defaults(env_id: str, options: dict) -> dict:
     import intbench.envs  # noqa: F401  (registers the ids)
 
     spec = gym.spec(env_id)
-    module, _, name = spec.entry_point.partition(":")
+    module, _, name = str(spec.entry_point).partition(":")
     options_class = getattr(importlib.import_module(module), name).options_class
     defaults = {}
     for f in dataclasses.fields(options_class):
@@ -689,6 +687,12 @@ def replayed_config(path: str | os.PathLike) -> dict:
     return saved
 
 
+def _replayed_dir(config: RunConfig) -> RunDir:
+    if not config.replay_interventions:
+        raise ReplayError("this run names no run to replay (replay_interventions)")
+    return RunDir(config.replay_interventions)
+
+
 def check_replay(config: RunConfig) -> dict:
     """Check that ``config.replay_interventions`` names a finished Standard monitor run over
     the same env, student and problems; return its saved configuration.  Reads files only.
@@ -696,9 +700,10 @@ def check_replay(config: RunConfig) -> dict:
     Raises:
         ReplayError: one line saying what does not fit.
     """
-    source = RunDir(config.replay_interventions)
+    source = _replayed_dir(config)
     where = str(source.path)
     saved = replayed_config(source.path)
+    protocols: tuple[str | None, str | None]
     try:
         protocols = protocol_of(config.env_id), protocol_of(saved["env_id"])
     except (KeyError, ValueError):
@@ -746,12 +751,12 @@ def check_replay(config: RunConfig) -> dict:
     return saved
 
 
-def replay_teacher(config: RunConfig, problems: list[Problem]):
+def replay_teacher(config: RunConfig, problems: list[Problem]) -> Teacher:
     """The teacher replaying ``config.replay_interventions`` on ``problems`` (see
     :class:`~intbench.teachers.ReplayTeacher`)."""
     from intbench.teachers import ReplayedIntervention, ReplayTeacher
 
-    source = RunDir(config.replay_interventions)
+    source = _replayed_dir(config)
     if [p.id for p in source.problems()] != [p.id for p in problems]:
         raise ReplayError(f"{source.path} ran other problems than this run draws")
     plan = {}

@@ -32,9 +32,13 @@ from collections import defaultdict
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from intbench.agents.base import is_remote
 from intbench.envs.flows import Generate, RequestExecutor, Verify
+
+if TYPE_CHECKING:  # teachers load the model-side modules, which scheduling does not need
+    from intbench.teachers import Teacher
 
 VERIFY_THREADS = 8
 STARTS_PER_ROUND = 8  # programs started before the ready requests go out, so setup stays short
@@ -61,18 +65,14 @@ Program = Generator[Any, Any, Any]
 def _batch_key(request: Generate) -> tuple:
     """Generations that may go to a model as one batch: one role, one sampling but the seed."""
     sampling = request.sampling
-    values = (getattr(sampling, name) for name in _batched_fields(type(sampling)))
+    sampling_type: type = type(sampling)  # annotated: mypy takes this class for unhashable
+    values = (getattr(sampling, name) for name in _batched_fields(sampling_type))
     return (request.role, *(tuple(v) if isinstance(v, list) else v for v in values))
 
 
 @functools.cache
 def _batched_fields(sampling_type: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(sampling_type) if f.name != "seed")
-
-
-def is_remote(backend: object) -> bool:
-    """Whether ``backend`` is a server, whose requests are best kept in flight together."""
-    return bool(getattr(backend, "remote", False))
 
 
 @dataclass
@@ -96,7 +96,7 @@ class Scheduler:
     def __init__(
         self,
         executor: RequestExecutor,
-        teacher: object,
+        teacher: Teacher,
         slots: int,
         on_batch: Callable[[str, int], None] | None = None,
     ):
@@ -144,36 +144,39 @@ class Scheduler:
 
         while True:
             if not exhausted:
-                free = [slot for slot in range(self.slots) if slot not in running]
-                for slot in free[:STARTS_PER_ROUND]:
-                    program = next_program(slot)
-                    if program is None:
-                        exhausted = True
-                        break
-                    running[slot] = _Running(program, next(serials), time.monotonic())
-                    advance(slot, None, first=True)
+                exhausted = self._start(next_program, running, serials, advance)
             if not running:
                 return
             starting = not exhausted and len(running) < self.slots
             self._dispatch(ready, running, in_flight, hold_local=starting)
             if in_flight:
                 # Slots still to fill: only a short look at what is done, then start more.
-                for future in self._finished(timeout=START_PAUSE_S if starting else WAIT_S):
-                    owners = in_flight.pop(future, None)
-                    if owners is None:  # a previous run's request
-                        continue
-                    answers = future.result()
-                    for (slot, serial), answer in zip(owners, answers, strict=True):
-                        state = running.get(slot)
-                        if state is not None and state.serial == serial:  # not dropped meanwhile
-                            advance(slot, answer)
+                self._answer(in_flight, running, advance, START_PAUSE_S if starting else WAIT_S)
             if limit_s is not None:
-                now = time.monotonic()
-                for slot in [s for s, r in running.items() if now - r.started > limit_s]:
-                    del running[slot]
-                    ready.pop(slot, None)
-                    if on_overdue is not None:
-                        on_overdue(slot)
+                _drop_overdue(running, ready, limit_s, on_overdue)
+
+    def _start(self, next_program, running: dict, serials: Iterator[int], advance) -> bool:
+        """Start programs in free slots, a few per round; whether none are left to start."""
+        free = [slot for slot in range(self.slots) if slot not in running]
+        for slot in free[:STARTS_PER_ROUND]:
+            program = next_program(slot)
+            if program is None:
+                return True
+            running[slot] = _Running(program, next(serials), time.monotonic())
+            advance(slot, None, first=True)
+        return False
+
+    def _answer(self, in_flight: dict, running: dict, advance, timeout: float) -> None:
+        """Hand what is done within ``timeout`` to the programs still waiting for it."""
+        for future in self._finished(timeout=timeout):
+            owners = in_flight.pop(future, None)
+            if owners is None:  # a previous run's request
+                continue
+            answers = future.result()
+            for (slot, serial), answer in zip(owners, answers, strict=True):
+                state = running.get(slot)
+                if state is not None and state.serial == serial:  # not dropped meanwhile
+                    advance(slot, answer)
 
     def _finished(self, timeout: float) -> list[Future]:
         """The futures done by now, waiting up to ``timeout`` seconds for the first."""
@@ -208,7 +211,7 @@ class Scheduler:
         acts: list[int] = []
         for slot, request in list(ready.items()):
             if isinstance(request, Verify):
-                future = self._verify_pool.submit(self.executor.verify, [request])
+                future: Future = self._verify_pool.submit(self.executor.verify, [request])
                 self._track(in_flight, future, [owner[slot]])
                 del ready[slot]
             elif isinstance(request, Generate):
@@ -219,24 +222,31 @@ class Scheduler:
             else:
                 raise TypeError(f"an episode yielded {type(request).__name__}")
         for slots in generations.values():
-            role = ready[slots[0]].role
-            remote = is_remote(self.executor.backends.get(role))
-            if not remote and (self._local_busy is not None or hold_local):
-                continue  # batched with what arrives meanwhile, once the worker is free
-            batch = [ready.pop(slot) for slot in slots]
-            if self.on_batch is not None:
-                self.on_batch(role, len(batch))
-            pool = self._remote_pool if remote else self._local_pool
-            future = pool.submit(self.executor.generate, batch)
-            self._track(in_flight, future, [owner[slot] for slot in slots])
-            if not remote:
-                self._local_busy = future
+            self._dispatch_generations(slots, ready, owner, in_flight, hold_local)
         if acts:
             self._dispatch_acts(acts, ready, owner, in_flight)
 
+    def _dispatch_generations(
+        self, slots: list[int], ready: dict, owner: dict, in_flight: dict, hold_local: bool
+    ) -> None:
+        """Send the generations of ``slots`` (one role and sampling) as one batch, unless
+        they are for a local model that is busy or waits for the slots to fill."""
+        role = ready[slots[0]].role
+        remote = is_remote(self.executor.backends.get(role))
+        if not remote and (self._local_busy is not None or hold_local):
+            return  # batched with what arrives meanwhile, once the worker is free
+        batch = [ready.pop(slot) for slot in slots]
+        if self.on_batch is not None:
+            self.on_batch(role, len(batch))
+        pool = self._remote_pool if remote else self._local_pool
+        future = pool.submit(self.executor.generate, batch)
+        self._track(in_flight, future, [owner[slot] for slot in slots])
+        if not remote:
+            self._local_busy = future
+
     def _dispatch_acts(self, slots: list[int], ready: dict, owner: dict, in_flight: dict) -> None:
-        backend = getattr(self.teacher, "backend", None)
-        if backend is None:  # a scripted policy: decide now
+        backend = self.teacher.backend
+        if backend is None:  # decisions made in Python (a policy, a replay): decide now
             requests = [ready.pop(slot) for slot in slots]
             future: Future = Future()
             future.set_result(self._act(requests))
@@ -261,6 +271,18 @@ class Scheduler:
             [(r.obs, r.info) for r in requests],
             [r.seed for r in requests],
         )
+
+
+def _drop_overdue(
+    running: dict, ready: dict, limit_s: float, on_overdue: Callable[[int], None] | None
+) -> None:
+    """Drop the programs running longer than ``limit_s`` seconds, telling ``on_overdue``."""
+    now = time.monotonic()
+    for slot in [s for s, r in running.items() if now - r.started > limit_s]:
+        del running[slot]
+        ready.pop(slot, None)
+        if on_overdue is not None:
+            on_overdue(slot)
 
 
 def episode_program(

@@ -1,10 +1,14 @@
-"""Teachers the runner can put in an env: scripted policies and language models.
+"""Teachers the runner can put in an env: scripted policies, language models, replays.
 
 A teacher turns a batch of ``(observation, info)`` pairs into one action per
 pair.  Language-model teachers read ``info["messages"]`` (the paper's prompt
 for that step), are called once per batch, and their replies are parsed with
 the paper's formats; a reply that does not parse becomes a malformed action
 that the env records (and treats as no intervention).
+
+Every kind implements :class:`Teacher`, the interface the engine
+(:mod:`intbench.scheduling`, :mod:`intbench.runner`) calls; :class:`BaseTeacher`
+gives the parts a kind may leave out.
 """
 
 from __future__ import annotations
@@ -12,15 +16,27 @@ from __future__ import annotations
 import copy
 import difflib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from intbench.agents.backends.loading import KNOWN_KINDS, check_spec
-from intbench.agents.base import ChatBackend, SamplingParams
-from intbench.agents.incremental import KVCacheDecider, decide_batch, decision_line
-from intbench.agents.parsing import parse_feedback, parse_monitor_decision, parse_oracle_decision
+from intbench.agents.base import ChatBackend, SamplingParams, is_remote
+from intbench.agents.incremental import (
+    KVCacheDecider,
+    LocalChatModel,
+    decide_batch,
+    decision_line,
+)
+from intbench.agents.parsing import (
+    MonitorDecision,
+    OracleDecision,
+    parse_feedback,
+    parse_monitor_decision,
+    parse_oracle_decision,
+)
 from intbench.agents.policies import POLICY_KINDS, AtFraction, make_policy
+from intbench.records import Episode
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +53,47 @@ PROTOCOL_SAMPLING = {
     "tutor": TUTOR_SAMPLING,
     "feedback": FEEDBACK_SAMPLING,
 }
+
+
+Step = tuple[dict, dict]
+"""An env's ``(observation, info)`` after a reset or step: what a teacher decides on."""
+
+
+@runtime_checkable
+class Teacher(Protocol):
+    """What the engine asks of a teacher; every kind below implements it."""
+
+    @property
+    def backend(self) -> ChatBackend | None:
+        """The model the teacher's decisions run on, or ``None`` for decisions made in
+        Python (policies, replays, people): the scheduler makes those inline and sends
+        the others to the model's worker; the run's summary counts the model's tokens."""
+        ...
+
+    def reset(self, slot: int, key: str | None = None) -> None:
+        """Start a new episode in ``slot``; ``key`` is its run key (``"<problem>:<repeat>"``)."""
+        ...
+
+    def act(self, slots: Sequence[int], steps: Sequence[Step], seeds: Sequence[int]) -> list[Any]:
+        """One action per step of the episodes in ``slots``; ``seeds`` seed each decision."""
+        ...
+
+    def finish(self, slot: int, episode: Episode) -> None:
+        """Add what the teacher knows about the episode in ``slot`` to its record."""
+        ...
+
+
+class BaseTeacher:
+    """The parts of :class:`Teacher` a kind may leave out: no model, no per-episode
+    state, nothing to add to the record."""
+
+    backend: ChatBackend | None = None
+
+    def reset(self, slot: int, key: str | None = None) -> None:
+        return None
+
+    def finish(self, slot: int, episode: Episode) -> None:
+        return None
 
 
 def _kind(spec: str) -> str:
@@ -73,7 +130,7 @@ def _suggestion(spec: str, kind: str) -> str:
     )
 
 
-class PolicyTeacher:
+class PolicyTeacher(BaseTeacher):
     """A scripted baseline policy (``never``, ``always``, ``at:x``, ``random:p``, ``oracle``).
 
     The spec is parsed here, so a bad one fails before any episode.  Each
@@ -106,9 +163,7 @@ class PolicyTeacher:
             self._unseeded.discard(slot)
         return policy
 
-    def act(
-        self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]
-    ) -> list[Any]:
+    def act(self, slots: Sequence[int], steps: Sequence[Step], seeds: Sequence[int]) -> list[Any]:
         actions = []
         for slot, (obs, info), seed in zip(slots, steps, seeds, strict=True):
             if self.protocol != "monitor":
@@ -125,7 +180,7 @@ class PolicyTeacher:
         return actions
 
 
-class ModelTeacher:
+class ModelTeacher(BaseTeacher):
     """A language model prompted with ``info["messages"]``; replies parsed per protocol.
 
     A local transformers model as Standard monitor teacher answers through one
@@ -143,18 +198,18 @@ class ModelTeacher:
         condition: str | None,
         sampling: SamplingParams | None = None,
     ):
-        self.backend = backend
-        self.spec = getattr(backend, "spec", type(backend).__name__)
+        self.backend: ChatBackend = backend
+        self.spec = backend.spec
         self.protocol = protocol
         self.condition = condition
         self.sampling = sampling or PROTOCOL_SAMPLING.get(protocol, FEEDBACK_SAMPLING)
         self.outputs: dict[int, list[str]] = {}
         self.tokens: dict[int, list[int]] = {}
-        local = all(hasattr(backend, name) for name in ("model", "tokenizer", "render"))
+        local = isinstance(backend, LocalChatModel)
         standard = protocol == "monitor" and condition != "oracle"
         self.incremental = local and standard
         # On a server, a Standard wait costs a few tokens: the decision line comes first.
-        self.decide_first = standard and not local and bool(getattr(backend, "remote", False))
+        self.decide_first = standard and not local and is_remote(backend)
         self._deciders: dict[int, KVCacheDecider] = {}
 
     def reset(self, slot: int, key: str | None = None) -> None:
@@ -162,16 +217,24 @@ class ModelTeacher:
         self.tokens[slot] = [0, 0]
         self._deciders.pop(slot, None)
 
+    def finish(self, slot: int, episode: Episode) -> None:
+        """Record the teacher's raw replies and its token usage in the episode."""
+        episode.metadata["teacher_outputs"] = self.outputs[slot]
+        prompt, completion = self.tokens[slot]
+        episode.tokens.update(teacher_prompt=prompt, teacher_completion=completion)
+
     def _decider(self, slot: int, seed: int) -> KVCacheDecider:
         if slot not in self._deciders:
+            local = self.backend
+            assert isinstance(local, LocalChatModel)  # self.incremental says so
             self._deciders[slot] = KVCacheDecider(
-                self.backend.model,
-                self.backend.tokenizer,
+                local.model,
+                local.tokenizer,
                 temperature=self.sampling.temperature,
                 top_p=self.sampling.top_p,
                 max_message_tokens=self.sampling.max_tokens,
                 seed=seed,
-                render=self.backend.render,
+                render=local.render,
             )
         return self._deciders[slot]
 
@@ -180,9 +243,7 @@ class ModelTeacher:
         self.tokens[slot][0] += prompt_tokens
         self.tokens[slot][1] += completion_tokens
 
-    def act(
-        self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]
-    ) -> list[Any]:
+    def act(self, slots: Sequence[int], steps: Sequence[Step], seeds: Sequence[int]) -> list[Any]:
         actions: list[Any] = [{"intervene": 0, "message": ""}] * len(steps)
         asking = [i for i, (_, info) in enumerate(steps) if info.get("messages")]
         if not asking:
@@ -255,7 +316,7 @@ class ModelTeacher:
                 logger.warning("teacher said Yes, then No in its full reply: a wait")
         return actions
 
-    def _decide(self, slots: list[int], infos: list[dict], seeds: list[int]) -> list[dict]:
+    def _decide(self, slots: list[int], infos: list[dict], seeds: list[int]) -> list[dict | str]:
         """Incremental Standard decisions of several episodes in one batch (local models)."""
         deciders = [self._decider(slot, seed) for slot, seed in zip(slots, seeds, strict=True)]
         try:
@@ -277,6 +338,7 @@ class ModelTeacher:
         if self.protocol == "feedback":
             message = parse_feedback(text).text.strip()
             return {"intervene": int(bool(message)), "message": message}
+        decision: MonitorDecision | OracleDecision
         if self.condition == "oracle":
             decision = parse_oracle_decision(text)
             extra = {"quote": decision.quote or "", "position": -1}
@@ -310,7 +372,7 @@ class ReplayedIntervention:
     episode_id: str | None
 
 
-class ReplayTeacher:
+class ReplayTeacher(BaseTeacher):
     """Replays, per episode key, the interventions of an earlier Standard monitor run.
 
     Int-Bench §3.3 compares Standard-Continue with Stop-and-Answer on the same
@@ -320,28 +382,30 @@ class ReplayTeacher:
     an episode where the Standard teacher did not.
     """
 
-    def __init__(self, plan: dict[str, ReplayedIntervention], source: str):
+    def __init__(self, plan: Mapping[object, ReplayedIntervention], source: str):
+        """``plan``: what the teacher did, by run key."""
         self.plan = plan
         self.source = source
-        self._current: dict[int, tuple[str, ReplayedIntervention | None]] = {}
+        self._current: dict[int, tuple[str | None, ReplayedIntervention | None]] = {}
 
     def reset(self, slot: int, key: str | None = None) -> None:
         self._current[slot] = (key, self.plan.get(key))
 
-    def act(
-        self, slots: Sequence[int], steps: Sequence[tuple[dict, dict]], seeds: Sequence[int]
-    ) -> list[Any]:
+    def act(self, slots: Sequence[int], steps: Sequence[Step], seeds: Sequence[int]) -> list[Any]:
         actions = []
         for slot, (_, info) in zip(slots, steps, strict=True):
             _, entry = self._current[slot]
-            due = entry is not None and entry.position is not None
-            if due and int(info["revealed_chars"]) >= entry.position:
+            if (
+                entry is not None
+                and entry.position is not None
+                and int(info["revealed_chars"]) >= entry.position
+            ):
                 actions.append({"intervene": 1, "message": entry.message})
             else:
                 actions.append({"intervene": 0, "message": ""})
         return actions
 
-    def finish(self, slot: int, episode) -> None:
+    def finish(self, slot: int, episode: Episode) -> None:
         """Note where the episode's interventions came from; a baseline other than the
         one the Standard teacher watched makes them meaningless, so the episode fails."""
         key, entry = self._current.get(slot, (None, None))
@@ -357,9 +421,40 @@ class ReplayTeacher:
             )
 
 
+class HumanTeacher(BaseTeacher):
+    """A participant's decision in a human study (:mod:`intbench.human`), played on the env.
+
+    The participant watched ``reveals`` increments go by and then chose
+    ``action`` (an Oracle participant decides at once: ``reveals=0``); the study
+    replays that on a fresh env to build the trial's record.
+    """
+
+    WAIT = {"intervene": 0, "message": ""}
+
+    def __init__(self, reveals: int, action: dict):
+        self.reveals = reveals
+        self.action = action
+        self._seen: dict[int, int] = {}
+
+    def reset(self, slot: int, key: str | None = None) -> None:
+        self._seen[slot] = 0
+
+    def act(self, slots: Sequence[int], steps: Sequence[Step], seeds: Sequence[int]) -> list[Any]:
+        actions = []
+        for slot in slots:
+            seen = self._seen[slot]
+            self._seen[slot] = seen + 1
+            actions.append(self.action if seen >= self.reveals else self.WAIT)
+        return actions
+
+    def decides_at(self, step: int) -> bool:
+        """Whether the participant's own action is the one taken at ``step``."""
+        return step == self.reveals
+
+
 def make_teacher(
     spec: str, protocol: str, condition: str | None, sampling: SamplingParams | None = None
-):
+) -> Teacher:
     """A teacher from its spec: a policy name or any model spec (``hf:``, ``openai:``, ...)."""
     check_teacher_spec(spec)
     if is_policy_spec(spec):

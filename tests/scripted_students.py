@@ -93,3 +93,11 @@ def hinted_then_fails(messages):
     if any("HINT" in m["content"] for m in messages):
         raise RuntimeError("injected student failure")
     return hinted(messages)
+
+
+def fixture_monitor_teacher(messages):
+    """A Standard monitor teacher for the golden runs: waits until the trace has repeated its
+    opening sentence three times, then intervenes."""
+    if messages[-1]["content"].count("checking each part") >= 3:
+        return "Intervene: Yes\nIntervention: Check the second step again."
+    return "Intervene: No"

@@ -87,3 +87,9 @@ class ChatBackend(Protocol):
     def generate(self, batch: list[Conversation], params: SamplingParams) -> list[Completion]:
         """Generate one completion per conversation, in order."""
         ...
+
+
+def is_remote(backend: object) -> bool:
+    """Whether ``backend`` is a server (its class sets ``remote = True``), whose requests
+    are best kept in flight together.  Backends need not declare it: most are local."""
+    return bool(getattr(backend, "remote", False))

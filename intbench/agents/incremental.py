@@ -37,7 +37,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from intbench.agents.base import ChatBackend, Completion, Conversation, SamplingParams
 from intbench.agents.kv_batch import MergedCache, can_merge, input_device
@@ -46,6 +46,19 @@ logger = logging.getLogger(__name__)
 
 RenderFn = Callable[[Conversation], str]
 """Turns chat messages into the prompt text, ending where the assistant speaks."""
+
+
+@runtime_checkable
+class LocalChatModel(Protocol):
+    """A backend whose transformers model and tokenizer live in this process
+    (:class:`~intbench.agents.backends.hf.HFBackend`): what a
+    :class:`KVCacheDecider` can reuse the KV cache of."""
+
+    model: Any
+    tokenizer: Any
+
+    def render(self, conversation: Conversation) -> str: ...
+
 
 DECISION_PREFIX = "Intervene:"
 """The text the teacher's output starts with; the decision token follows it."""
@@ -335,12 +348,12 @@ def decide_batch(
     decisions = [d._decide_yes(logits[row]) for row, d in enumerate(deciders)]
     decision_seconds = time.perf_counter() - start
     yes = [row for row, (intervene, _) in enumerate(decisions) if intervene]
-    messages = _generate_messages([deciders[row] for row in yes], merged, yes)
+    generated = _generate_messages([deciders[row] for row in yes], merged, yes)
     seconds = time.perf_counter() - start
     results = []
     for row, decider in enumerate(deciders):
         intervene, p_yes = decisions[row]
-        message_ids = messages.get(row)
+        message_ids = generated.get(row, [])  # generated for every intervening row
         if intervene:
             body = decider.tokenizer.decode(message_ids, skip_special_tokens=True)
             text = decider.decision_prefix + decider.yes + body

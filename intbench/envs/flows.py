@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.records import Problem, Verdict
@@ -149,12 +149,18 @@ def _failed(message: str) -> Completion:
     return Completion(text="", finish_reason="error", error=message)
 
 
-def run_flow(flow: Flow, executor: RequestExecutor) -> Any:
+class RequestServer(Protocol):
+    """Answers flow requests in order: a :class:`RequestExecutor`, or a stand-in."""
+
+    def serve(self, requests: list[Request]) -> list[Any]: ...
+
+
+def run_flow(flow: Flow, executor: RequestServer) -> Any:
     """Run one flow to completion and return its value."""
     return run_flows([flow], executor)[0]
 
 
-def run_flows(flows: list[Flow], executor: RequestExecutor) -> list[Any]:
+def run_flows(flows: list[Flow], executor: RequestServer) -> list[Any]:
     """Advance all flows together, batching whatever they ask for at each round."""
     results: list[Any] = [None] * len(flows)
     pending: dict[int, Request] = {}

@@ -1,7 +1,8 @@
 """A human study: its configuration, the problems people see, and trials played on the monitor env.
 
 A trial is an ordinary :class:`~intbench.envs.monitor.MonitorEnv` episode
-whose actions come from a participant's clicks.  The server never keeps an
+whose actions come from a participant's clicks (played by a
+:class:`~intbench.teachers.HumanTeacher`).  The server never keeps an
 env alive between requests: a trial is *replayed* from what was persisted
 (problem, env seed, how many increments were revealed, the final action), so
 a restart loses nothing and the record is built by the env itself.  Seeds make
@@ -24,6 +25,7 @@ from intbench.agents.backends import backend_name
 from intbench.agents.base import ChatBackend, Completion
 from intbench.envs import flows
 from intbench.records import Episode, Problem
+from intbench.teachers import HumanTeacher
 
 logger = logging.getLogger(__name__)
 
@@ -218,21 +220,22 @@ def play_trial(
     ``defer`` the student's continuation is a placeholder (see
     :class:`_DeferredStudent`); without it the configured student runs.
     """
+    reveals = int(decision["reveals"]) if config.condition == "standard" else 0
+    teacher = HumanTeacher(reveals, decision["action"])
     env = make_env(config)
     try:
-        env.reset(seed=env_seed, options={"problem_id": problem_id})
-        if config.condition == "standard":
-            for _ in range(int(decision["reveals"])):
-                _, _, done, _, _ = env.step({"intervene": 0, "message": ""})
-                if done:
-                    raise ValueError(
-                        f"trial of {problem_id}: more reveals than the trace has increments"
-                    )
-        action = decision["action"]
-        if defer:
-            _, _, done, _, _ = flows.run_flow(env.step_flow(action), _DeferredStudent())
-        else:
-            _, _, done, _, _ = env.step(action)
+        obs, info = env.reset(seed=env_seed, options={"problem_id": problem_id})
+        teacher.reset(0)
+        for step in range(reveals + 1):
+            (action,) = teacher.act([0], [(obs, info)], [env_seed])
+            if defer and teacher.decides_at(step):
+                obs, _, done, _, info = flows.run_flow(env.step_flow(action), _DeferredStudent())
+            else:
+                obs, _, done, _, info = env.step(action)
+            if done and not teacher.decides_at(step):
+                raise ValueError(
+                    f"trial of {problem_id}: more reveals than the trace has increments"
+                )
         if not done:
             # Standard "wait" before the end of the trace: not a final decision.
             raise ValueError(f"trial of {problem_id}: the decision did not end the episode")
