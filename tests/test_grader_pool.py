@@ -59,9 +59,9 @@ def test_the_runner_sizes_the_math_pool_and_starts_no_worker_before_one_is_neede
         problem = Problem(id="p", domain="math", question="?", answer="7")
         # plain numbers are decided in process: no worker (and no sympy import) yet
         assert math_verifier.verify_math(problem, "\\boxed{-1}").status == "incorrect"
-        assert pool._started == 0
+        assert pool.started == 0 and pool.calls == 0
         # an answer only the worker can decide starts one
         assert math_verifier.verify_math(problem, "\\boxed{\\sqrt{49}}").status == "correct"
-        assert pool._started == 1
+        assert pool.started == 1 and pool.calls == 1
     finally:
         pool.close()
