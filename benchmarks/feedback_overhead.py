@@ -267,7 +267,9 @@ def grading_queue(server: Server, source: Path, n: int, workdir: Path) -> dict:
     gradings = K * n  # every attempt of an always-wrong student is graded
     return {
         "workers": pool.size,
+        "started": pool.started,
         "gradings": gradings,
+        "worker_calls": pool.calls,
         "queued": pool.queued,
         "queue_wait_ms_per_grading": 1000 * pool.queue_wait_s / gradings,
     }
@@ -362,16 +364,15 @@ def report(runs: dict, args) -> list[str]:
         f"{median_spread([r['summary_s'] / r['episodes_s'] for r in many], 3)} of the "
         "episodes' time.",
         f"- Most requests in flight at the server: {max(column(many, 'max_in_flight'))}.",
-        "- CPU per episode over the episodes includes the grader workers' start (their "
-        "imports, about a CPU-second each, overlap the first episodes): it weighs most on "
-        "short runs and at 1 in flight.",
     ]
     queue = runs["queue"]
     lines.append(
-        f"- Grading at 64 in flight (one run in the benchmark's process, {queue['workers']} "
-        f"grader workers started during setup): {queue['queued']} of {queue['gradings']} "
-        f"gradings found every worker busy; queue wait {queue['queue_wait_ms_per_grading']:.2f} "
-        "ms per grading on average."
+        f"- Grading at 64 in flight (one run in the benchmark's process; the pool may grow to "
+        f"{queue['workers']} workers, which start when an answer needs one): "
+        f"{queue['worker_calls']} of {queue['gradings']} gradings needed a worker (the others "
+        f"were decided in process), {queue['started']} worker(s) started, {queue['queued']} "
+        f"found every worker busy; queue wait {queue['queue_wait_ms_per_grading']:.2f} ms per "
+        "grading on average."
     )
     for run in runs.get("large", []):
         lines.append(

@@ -7,7 +7,9 @@ and sets ``func`` on its parser; this file only wires them together.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
+import gc
 import importlib
 import logging
 import os
@@ -98,6 +100,18 @@ QUIET_ENV = {
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
 }
+
+
+def _collect_once_at_exit() -> None:
+    """Collect the garbage once, then freeze the survivors: the interpreter's own
+    collections at shutdown would scan every object again (a run's records, numpy,
+    aiohttp...), 0.1-0.4 s at the end of a command.  Garbage made after this (module
+    teardown) is left to the operating system; files and pools are closed explicitly."""
+    gc.collect()
+    gc.freeze()
+
+
+atexit.register(_collect_once_at_exit)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -164,7 +164,7 @@ def _run_locked(
     first = _make_env(config)
     problems = first.problems
     if workers == 1 and ray_address is None and problems:
-        _warm_grader(problems[0].domain, concurrency)
+        _size_grader(problems[0].domain, concurrency)
     teacher = _make_teacher(config, first, problems)
     run_dir.save_config(config.to_dict())
     run_dir.save_problems(problems)
@@ -248,28 +248,19 @@ def _run_locked(
     return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
 
 
-def _warm_grader(domain: str, concurrency: int) -> None:
-    """Start the domain's grader workers now, in the background, if it grades in a
-    pool (math): else the first answers wait for each worker's imports (sympy,
-    about a second).  The pool grows to one worker per episode in flight, at most
-    one per core, unless ``INTBENCH_MATH_WORKERS`` fixes its size."""
+def _size_grader(domain: str, concurrency: int) -> None:
+    """Let the domain's grader pool (math) grow to one worker per episode in flight, at
+    most one per core, unless ``INTBENCH_MATH_WORKERS`` fixes its size.  Workers start
+    when the first answer needs one: the in-process fast path decides most numeric
+    answers, and a worker's imports (sympy, about a CPU-second) would otherwise be paid
+    by runs that never use it."""
     from intbench.verifiers import get_verifier
 
     module = sys.modules.get(getattr(get_verifier(domain), "__module__", ""))
     pool_of = getattr(module, "default_pool", None)
-    if pool_of is None:
+    if pool_of is None or "INTBENCH_MATH_WORKERS" in os.environ:
         return
-    pool = pool_of()
-    if "INTBENCH_MATH_WORKERS" not in os.environ:
-        pool.grow(min(max(1, concurrency), os.cpu_count() or 1))
-
-    def warm_up() -> None:
-        try:
-            pool.warm_up()
-        except Exception as exc:  # a grading call meets it again and records it
-            logger.debug("grader warm-up failed: %s", exc)
-
-    threading.Thread(target=warm_up, name="grader-warm-up", daemon=True).start()
+    pool_of().grow(min(max(1, concurrency), os.cpu_count() or 1))
 
 
 def _make_teacher(config: RunConfig, first, problems: list[Problem]) -> Teacher:

@@ -1,5 +1,5 @@
 """The grader pool: idle workers serve before new ones start, waits are counted,
-the runner starts and sizes the math pool during setup."""
+the runner sizes the math pool during setup and its workers start when an answer needs one."""
 
 from __future__ import annotations
 
@@ -44,20 +44,24 @@ def test_calls_wait_only_when_every_worker_is_busy():
         assert pool.queued == 0 and pool.queue_wait_s == 0.0
 
 
-def test_the_runner_starts_and_sizes_the_math_pool_during_setup(monkeypatch):
-    from intbench.runner import _warm_grader
+def test_the_runner_sizes_the_math_pool_and_starts_no_worker_before_one_is_needed(monkeypatch):
+    from intbench.records import Problem
+    from intbench.runner import _size_grader
     from intbench.verifiers import math as math_verifier
 
     monkeypatch.delenv("INTBENCH_MATH_WORKERS", raising=False)
     monkeypatch.setattr(math_verifier, "_pool", None)
     monkeypatch.setattr(os, "cpu_count", lambda: 3)
-    _warm_grader("math", concurrency=64)
+    _size_grader("math", concurrency=64)
     pool = math_verifier.default_pool()
     try:
         assert pool.size == 3  # one per core, not one per episode in flight
-        deadline = time.monotonic() + 120
-        while pool._idle.qsize() < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert pool._idle.qsize() == 3  # started and ready before any answer came
+        problem = Problem(id="p", domain="math", question="?", answer="7")
+        # plain numbers are decided in process: no worker (and no sympy import) yet
+        assert math_verifier.verify_math(problem, "\\boxed{-1}").status == "incorrect"
+        assert pool.started == 0 and pool.calls == 0
+        # an answer only the worker can decide starts one
+        assert math_verifier.verify_math(problem, "\\boxed{\\sqrt{49}}").status == "correct"
+        assert pool.started == 1 and pool.calls == 1
     finally:
         pool.close()

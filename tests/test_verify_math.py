@@ -37,6 +37,13 @@ GRADING_CASES = [
     ("2^{10}", r"\boxed{1024}", "correct"),
     (r"\pi", r"\boxed{3.14159265}", "incorrect"),
     (r"\pi", r"\boxed{3.14}", "incorrect"),
+    # surds: an irrational reference against plain numbers, perfect squares included
+    (r"\frac{9\sqrt{51}}{4}", r"\boxed{-1}", "incorrect"),
+    (r"\sqrt{2}", r"\boxed{1.4142135623730951}", "incorrect"),
+    (r"\sqrt{4}", r"\boxed{2}", "correct"),
+    (r"\frac{\sqrt{8}}{\sqrt{2}}", r"\boxed{2}", "correct"),
+    (r"0\sqrt{2}", r"\boxed{0}", "correct"),
+    (r"\sqrt23", r"\boxed{3\sqrt{2}}", "correct"),
     # intervals
     ("[1,2)", r"\boxed{[1, 2)}", "correct"),
     ("[1,2)", r"\boxed{(1,2]}", "incorrect"),
@@ -163,6 +170,31 @@ def test_missing_reference_is_error(pool):
 
 def test_numeric_reference_is_accepted(pool):
     assert verify_math(_problem(42), r"\boxed{42}", pool=pool).correct
+
+
+@pytest.mark.parametrize(
+    ("reference", "answer"),
+    [
+        (r"\frac{9\sqrt{51}}{4}", "-1"),
+        (r"3\sqrt{39}", "18.73"),
+        (r"-\frac{1}{\sqrt2}", r"\frac{-7}{10}"),
+    ],
+)
+def test_a_plain_number_against_an_irrational_surd_is_decided_without_a_worker(reference, answer):
+    with IsolatedPool(1) as unused:
+        verdict = verify_math(_problem(reference), rf"\boxed{{{answer}}}", pool=unused)
+        assert verdict.status == "incorrect" and verdict.details["stage"] == "irrational"
+        assert unused.calls == 0
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [r"\sqrt{4}", r"\frac{\sqrt{8}}{\sqrt{2}}", r"0\sqrt{2}", r"\sqrt23", r"2\sqrt{2}+1"],
+)
+def test_a_surd_that_may_be_rational_goes_to_the_worker(pool, reference):
+    before = pool.calls
+    verify_math(_problem(reference), r"\boxed{2}", pool=pool)
+    assert pool.calls == before + 1
 
 
 def test_dispatch_through_verify():

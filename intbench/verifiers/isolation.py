@@ -188,10 +188,16 @@ class IsolatedPool:
         self._lock = threading.Lock()
         self._started = 0
         self._closed = False
+        self.calls = 0  # calls made (each a grading that needed a worker)
         self.queued = 0  # calls that found every worker busy
         self.queue_wait_s = 0.0  # and the seconds they waited for one
         self.owner_pid = os.getpid()
         _live_pools.add(self)
+
+    @property
+    def started(self) -> int:
+        """Workers started so far (they start on demand or in :meth:`warm_up`)."""
+        return self._started
 
     def _new_worker(self) -> _Worker:
         worker = _Worker(self._preload, self._memory_limit_mb)
@@ -278,6 +284,8 @@ class IsolatedPool:
         """
         if os.getpid() != self.owner_pid:
             raise RuntimeError("IsolatedPool was inherited through fork; create a new one")
+        with self._lock:
+            self.calls += 1
         worker = self._checkout()
         try:
             worker.wait_ready(self._startup_timeout)

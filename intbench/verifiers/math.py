@@ -8,8 +8,9 @@ Only :func:`~intbench.verifiers.bounds.graded_part` of a response (its last
    "The final answer is" line (see *Final-answer lines*).
 2. **Fast path** (in process): both answers are normalised (``$``, spacing,
    ``\\dfrac``, ``\\text{}``, units, degrees, percent, thousands separators,
-   ``x =``); equal strings, plain numbers, plain words, relations and
-   assignments to another variable are decided here.
+   ``x =``); equal strings, plain numbers, plain words, relations,
+   assignments to another variable and a plain number against an irrational
+   surd (``-1`` for ``\\frac{9\\sqrt{51}}{4}``) are decided here.
 3. **Worker cascade** (isolated process): element-wise comparison of
    tuples/sets/intervals/matrices, and for single expressions the parser
    math-verify uses (latex2sympy with math-verify's ``NormalizationConfig``)
@@ -122,6 +123,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import re
 import threading
@@ -425,6 +427,8 @@ _DECIMAL_RE = re.compile(r"\d*\.\d")
 _SLASH_FRACTION_RE = re.compile(r"^([+-]?\d+)/(\d+)$")
 _LATEX_FRACTION_RE = re.compile(r"^([+-]?)\\frac(?:\{([+-]?\d+)\}|(\d))(?:\{(\d+)\}|(\d))$")
 _WORDS_RE = re.compile(r"^[a-zA-Z][a-zA-Z ]*$")
+_SURD_PART = r"(\d+)?(?:\\sqrt(?:\{(\d+)\}|(\d)))?"  # c, \sqrt{n} or c\sqrt{n}, c and n whole
+_SURD_RE = re.compile(rf"^[+-]?(?:\\frac\{{{_SURD_PART}\}}\{{{_SURD_PART}\}}|{_SURD_PART})$")
 _MAX_UNWRAP_ROUNDS = 8  # deeper wrapping is left for the (timed) worker
 _MAX_NUMBER_DIGITS = 60  # longer literals go to the worker rather than big-int maths here
 
@@ -677,6 +681,31 @@ def _decimal_comma_reference(reference: NormalizedAnswer, answer: NormalizedAnsw
     return reference
 
 
+def _irrational_surd(text: str) -> bool:
+    """Whether ``text`` is ``c\\sqrt{a}``, or a ``\\frac`` of two such parts (``\\frac{9\\sqrt{51}}{4}``),
+    with non-zero whole coefficients and a product of radicands that is not a perfect
+    square: an irrational number, which no plain number (a rational) equals."""
+    match = _SURD_RE.match(text)
+    if match is None:
+        return False
+    groups = match.groups()
+    parts = (groups[0:3], groups[3:6]) if groups[6:9] == (None, None, None) else (groups[6:9],)
+    radicand = 1
+    for coefficient, braced, digit in parts:
+        root = braced or digit
+        if root is None and coefficient is None:
+            return False  # an empty part: not a number
+        if coefficient is not None and (
+            len(coefficient) > _MAX_NUMBER_DIGITS or not int(coefficient)
+        ):
+            return False
+        if root is not None:
+            if len(root) > _MAX_NUMBER_DIGITS:
+                return False
+            radicand *= int(root)
+    return radicand > 0 and math.isqrt(radicand) ** 2 != radicand
+
+
 def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[bool, str] | None:
     """Decide cheaply when possible: ``(is_correct, stage)`` or ``None`` to defer."""
     if any(command in answer.text for command in _BOX_COMMANDS):
@@ -699,6 +728,9 @@ def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[b
         return False, "relation"
     reference = _decimal_comma_reference(reference, answer)
     ref_value, ans_value = _plain_number(reference.text), _answer_value(reference, answer)
+    if ref_value is None and ans_value is not None and _irrational_surd(reference.text):
+        # A surd reference is exact, and every reading of a plain number is rational.
+        return False, "irrational"
     if ref_value is None or ans_value is None:
         return None
     readings = percent_readings(

@@ -137,6 +137,9 @@ def get_environment() -> jinja2.Environment:
         # Templates are package (or registered domain) files, fixed for the process:
         # checking each one's mtime at every render cost a stat() per prompt.
         auto_reload=False,
+        # A plain dict, not an LRU (a lock and a reorder at every include): the
+        # templates are a fixed, small set of files.
+        cache_size=-1,
     )
     env.filters["as_text"] = _as_text
     env.filters["grid"] = _grid

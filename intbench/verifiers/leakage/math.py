@@ -38,6 +38,7 @@ leak (fail closed: a message the verifier cannot clear is not paid as honest).
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -149,17 +150,26 @@ def _in_statement(span: str, statement: str) -> bool:
     return re.search(pattern, statement) is not None
 
 
+@functools.lru_cache(maxsize=1024)
+def _problem_side(answer: str, question: str):
+    """What the detector needs of a problem, worked out once per problem (every feedback
+    message of an episode is checked against the same one): the normalised reference,
+    its variables, its sampled values and the statement in plain notation."""
+    reference = normalize_answer(answer)
+    # Braces and spacing aside, so x^{2}-1 restates the statement's x^2 - 1.
+    statement = " ".join(re.sub(r"[{}]", "", plain_math(question)).split())
+    return reference, _letters(reference.text), sample_values(reference.text), statement
+
+
 def math_leaked(problem: Problem, message: str) -> bool:
     """Whether the math verifier accepts some span of ``message`` as ``problem``'s answer."""
     if problem.answer is None or not str(problem.answer).strip():
         return False
-    reference = normalize_answer(str(problem.answer))
+    reference, wanted, reference_samples, statement = _problem_side(
+        str(problem.answer), problem.question or ""
+    )
     if reference.words is not None:  # a worded answer ("Monday", "(C)"): the text rule
         return text_leaked(problem, message)
-    wanted = _letters(reference.text)
-    reference_samples = sample_values(reference.text)
-    # Braces and spacing aside, so x^{2}-1 restates the statement's x^2 - 1.
-    statement = " ".join(re.sub(r"[{}]", "", plain_math(problem.question or "")).split())
     for span in candidate_spans(plain_math(message)):
         if _letters(span) != wanted:
             continue
