@@ -14,8 +14,8 @@ each round with a fresh transfer cache (the no-message variant attempt is
 cached across rounds in real training, so this is the costlier case).
 
 Counted: student requests, batched ``generate`` calls (the extra attempts go
-out batched with the other episodes' requests of their round, not one by one),
-generated tokens and wall time.  Run::
+out in the same batch as the episodes' continuations, not in a round of their
+own), generated tokens and wall time.  Run::
 
     OMP_NUM_THREADS=2 python benchmarks/transfer_cost.py > benchmarks/results/transfer_cost.md
 """

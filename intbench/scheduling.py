@@ -2,8 +2,9 @@
 
 Each episode is a *program*: a generator that yields what it needs next —
 a model call (:class:`~intbench.envs.flows.Generate`), a grading
-(:class:`~intbench.envs.flows.Verify`) or a teacher decision
-(:class:`TeacherAct`) — and receives the answer.  The scheduler keeps every
+(:class:`~intbench.envs.flows.Verify`), several of these at once
+(:class:`~intbench.envs.flows.Gather`, each part sent like a request of its
+own) or a teacher decision (:class:`TeacherAct`) — and receives the answer.  The scheduler keeps every
 program's request in flight at once and hands each answer back as soon as it
 is there, so a slow grading or a slow server reply delays only its own
 episode.
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from intbench.agents.base import is_remote
-from intbench.envs.flows import Generate, RequestExecutor, Verify
+from intbench.envs.flows import Gather, Generate, RequestExecutor, Verify
 
 if TYPE_CHECKING:  # teachers load the model-side modules, which scheduling does not need
     from intbench.teachers import Teacher
@@ -127,8 +128,12 @@ class Scheduler:
         limit_s: float | None = None,
     ) -> None:
         running: dict[int, _Running] = {}
-        ready: dict[int, Any] = {}  # slot -> its program's request, not yet sent
-        in_flight: dict[Future, list[tuple[int, int]]] = {}  # future -> (slot, serial) it answers
+        # (slot, part) -> a request not yet sent; part: its place in the slot's
+        # Gather, None for a plain request.
+        ready: dict[tuple[int, int | None], Any] = {}
+        gathering: dict[int, tuple[list, set[int]]] = {}  # slot -> (answers, parts awaited)
+        # future -> the (slot, serial, part) of each request it answers
+        in_flight: dict[Future, list[tuple[int, int, int | None]]] = {}
         serials = iter(range(1 << 62))
         exhausted = False
 
@@ -140,7 +145,23 @@ class Scheduler:
                 del running[slot]
                 on_done(slot, stop.value)
                 return
-            ready[slot] = request
+            if isinstance(request, Gather):
+                parts = request.requests
+                gathering[slot] = ([None] * len(parts), set(range(len(parts))))
+                ready.update(((slot, part), sub) for part, sub in enumerate(parts))
+            else:
+                ready[(slot, None)] = request
+
+        def receive(slot: int, part: int | None, answer: Any) -> None:
+            if part is None:
+                advance(slot, answer)
+                return
+            answers, awaited = gathering[slot]
+            answers[part] = answer
+            awaited.discard(part)
+            if not awaited:
+                del gathering[slot]
+                advance(slot, answers)
 
         while True:
             if not exhausted:
@@ -151,9 +172,9 @@ class Scheduler:
             self._dispatch(ready, running, in_flight, hold_local=starting)
             if in_flight:
                 # Slots still to fill: only a short look at what is done, then start more.
-                self._answer(in_flight, running, advance, START_PAUSE_S if starting else WAIT_S)
+                self._answer(in_flight, running, receive, START_PAUSE_S if starting else WAIT_S)
             if limit_s is not None:
-                _drop_overdue(running, ready, limit_s, on_overdue)
+                _drop_overdue(running, ready, gathering, limit_s, on_overdue)
 
     def _start(self, next_program, running: dict, serials: Iterator[int], advance) -> bool:
         """Start programs in free slots, a few per round; whether none are left to start."""
@@ -166,17 +187,17 @@ class Scheduler:
             advance(slot, None, first=True)
         return False
 
-    def _answer(self, in_flight: dict, running: dict, advance, timeout: float) -> None:
+    def _answer(self, in_flight: dict, running: dict, receive, timeout: float) -> None:
         """Hand what is done within ``timeout`` to the programs still waiting for it."""
         for future in self._finished(timeout=timeout):
             owners = in_flight.pop(future, None)
             if owners is None:  # a previous run's request
                 continue
             answers = future.result()
-            for (slot, serial), answer in zip(owners, answers, strict=True):
+            for (slot, serial, part), answer in zip(owners, answers, strict=True):
                 state = running.get(slot)
                 if state is not None and state.serial == serial:  # not dropped meanwhile
-                    advance(slot, answer)
+                    receive(slot, part, answer)
 
     def _finished(self, timeout: float) -> list[Future]:
         """The futures done by now, waiting up to ``timeout`` seconds for the first."""
@@ -191,7 +212,7 @@ class Scheduler:
             except queue.Empty:
                 return finished
 
-    def _track(self, in_flight: dict, future: Future, owners: list[tuple[int, int]]) -> None:
+    def _track(self, in_flight: dict, future: Future, owners: list[tuple]) -> None:
         in_flight[future] = owners
         future.add_done_callback(self._done.put)
 
@@ -206,61 +227,60 @@ class Scheduler:
             self._local_busy = None
         if self._teacher_busy is not None and self._teacher_busy.done():
             self._teacher_busy = None
-        owner = {slot: (slot, running[slot].serial) for slot in ready}
-        generations: dict[tuple, list[int]] = defaultdict(list)
-        acts: list[int] = []
-        for slot, request in list(ready.items()):
+        owner = {key: (key[0], running[key[0]].serial, key[1]) for key in ready}
+        generations: dict[tuple, list[tuple]] = defaultdict(list)
+        acts: list[tuple] = []
+        for key, request in list(ready.items()):
             if isinstance(request, Verify):
                 future: Future = self._verify_pool.submit(self.executor.verify, [request])
-                self._track(in_flight, future, [owner[slot]])
-                del ready[slot]
+                self._track(in_flight, future, [owner[key]])
+                del ready[key]
             elif isinstance(request, Generate):
-                key = _batch_key(request)
-                generations[key].append(slot)
+                generations[_batch_key(request)].append(key)
             elif isinstance(request, TeacherAct):
-                acts.append(slot)
+                acts.append(key)
             else:
                 raise TypeError(f"an episode yielded {type(request).__name__}")
-        for slots in generations.values():
-            self._dispatch_generations(slots, ready, owner, in_flight, hold_local)
+        for keys in generations.values():
+            self._dispatch_generations(keys, ready, owner, in_flight, hold_local)
         if acts:
             self._dispatch_acts(acts, ready, owner, in_flight)
 
     def _dispatch_generations(
-        self, slots: list[int], ready: dict, owner: dict, in_flight: dict, hold_local: bool
+        self, keys: list[tuple], ready: dict, owner: dict, in_flight: dict, hold_local: bool
     ) -> None:
-        """Send the generations of ``slots`` (one role and sampling) as one batch, unless
+        """Send the generations of ``keys`` (one role and sampling) as one batch, unless
         they are for a local model that is busy or waits for the slots to fill."""
-        role = ready[slots[0]].role
+        role = ready[keys[0]].role
         remote = is_remote(self.executor.backends.get(role))
         if not remote and (self._local_busy is not None or hold_local):
             return  # batched with what arrives meanwhile, once the worker is free
-        batch = [ready.pop(slot) for slot in slots]
+        batch = [ready.pop(key) for key in keys]
         if self.on_batch is not None:
             self.on_batch(role, len(batch))
         pool = self._remote_pool if remote else self._local_pool
         future = pool.submit(self.executor.generate, batch)
-        self._track(in_flight, future, [owner[slot] for slot in slots])
+        self._track(in_flight, future, [owner[key] for key in keys])
         if not remote:
             self._local_busy = future
 
-    def _dispatch_acts(self, slots: list[int], ready: dict, owner: dict, in_flight: dict) -> None:
+    def _dispatch_acts(self, keys: list[tuple], ready: dict, owner: dict, in_flight: dict) -> None:
         backend = self.teacher.backend
         if backend is None:  # decisions made in Python (a policy, a replay): decide now
-            requests = [ready.pop(slot) for slot in slots]
+            requests = [ready.pop(key) for key in keys]
             future: Future = Future()
             future.set_result(self._act(requests))
-            self._track(in_flight, future, [owner[slot] for slot in slots])
+            self._track(in_flight, future, [owner[key] for key in keys])
             return
         if self._teacher_busy is not None:
             return
         remote = is_remote(backend)
         if not remote and self._local_busy is not None:
             return
-        requests = [ready.pop(slot) for slot in slots]
+        requests = [ready.pop(key) for key in keys]
         pool = self._remote_pool if remote else self._local_pool
         future = pool.submit(self._act, requests)
-        self._track(in_flight, future, [owner[slot] for slot in slots])
+        self._track(in_flight, future, [owner[key] for key in keys])
         self._teacher_busy = future
         if not remote:
             self._local_busy = future
@@ -274,13 +294,19 @@ class Scheduler:
 
 
 def _drop_overdue(
-    running: dict, ready: dict, limit_s: float, on_overdue: Callable[[int], None] | None
+    running: dict,
+    ready: dict,
+    gathering: dict,
+    limit_s: float,
+    on_overdue: Callable[[int], None] | None,
 ) -> None:
     """Drop the programs running longer than ``limit_s`` seconds, telling ``on_overdue``."""
     now = time.monotonic()
     for slot in [s for s, r in running.items() if now - r.started > limit_s]:
         del running[slot]
-        ready.pop(slot, None)
+        gathering.pop(slot, None)
+        for key in [key for key in ready if key[0] == slot]:
+            del ready[key]
         if on_overdue is not None:
             on_overdue(slot)
 

@@ -6,7 +6,7 @@ import threading
 import time
 
 from intbench.agents.base import Completion, SamplingParams
-from intbench.envs.flows import Generate, RequestExecutor, Verify
+from intbench.envs.flows import Gather, Generate, RequestExecutor, Verify
 from intbench.records import Problem, Verdict
 from intbench.scheduling import Scheduler, TeacherAct
 from tests.fake_openai_server import FakeOpenAIServer
@@ -141,3 +141,29 @@ def test_a_program_past_the_limit_is_dropped_and_its_late_answer_ignored():
         release.set()
         scheduler.close()
     assert overdue == [0] and done == ["correct"]
+
+
+def gathering_program(name: str):
+    """A continuation and its transfer attempt at once, then both gradings at once."""
+    texts = yield Gather(
+        [
+            Generate("student", [{"role": "user", "content": name}], SAMPLING),
+            Generate("student", [{"role": "user", "content": f"{name} variant"}], SAMPLING),
+        ]
+    )
+    verdicts = yield Gather([Verify(PROBLEM, c.text, _fast_verifier) for c in texts])
+    return [v.status for v in verdicts]
+
+
+def test_a_gathers_parts_share_the_batch_with_other_episodes():
+    backend = RecordingBackend(seconds=0.05)
+    scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=4)
+    try:
+        results = _run(scheduler, [gathering_program(f"g{i}") for i in range(3)] + [
+            program([], "plain")
+        ])  # fmt: skip
+    finally:
+        scheduler.close()
+    # 3 episodes x 2 parts + 1 plain request: one padded batch, not one per part
+    assert backend.batches == [7]
+    assert sorted(map(str, results.values())) == ["['correct', 'correct']"] * 3 + ["correct"]

@@ -18,6 +18,8 @@ import intbench  # noqa: F401  (registers the ids)
 import intbench.training
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.cli import main
+from intbench.envs import flows
+from intbench.envs.common import without_wall_clock
 from intbench.envs.rewards import COMPONENTS, PRESETS, presets_for, telling_margin
 from intbench.generalization.variant_set import write_variant_set
 from intbench.records import Problem
@@ -266,6 +268,53 @@ def test_no_variant_attempt_unless_the_reward_reads_transfer(protocol, tmp_path)
         extra = env.unwrapped.last_episode.metadata.get("transfer")
         assert (extra is None) == (preset == "success")
     assert calls["teaching"] == calls["success"] + 1  # one variant attempt, one teacher turn
+
+
+class OneAtATime:
+    """Serves a flow's requests one model call each: the order they were written in."""
+
+    def __init__(self, executor):
+        self.executor = executor
+
+    def serve(self, requests):
+        return flows.serve_gathered(
+            requests, lambda flat: [self.executor.serve([r])[0] for r in flat]
+        )
+
+
+def _episode(protocol: str, preset: str, tmp_path, one_at_a_time: bool):
+    """One episode with a method hint at every turn -> (record without timings, batch sizes)."""
+    problems = sums(2)
+    backend = ScriptedBackend(Student(problems, sum_variants(problems)), spec="scripted:student")
+    batches = []
+    generate = backend.generate
+    backend.generate = lambda batch, params: batches.append(len(batch)) or generate(batch, params)
+    path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
+    env = gym.make(
+        f"IntBench-Math{protocol}-v0", student=backend, problems=problems, reward=preset,
+        variants=str(path), cache_dir=str(tmp_path / f"cache-{preset}-{one_at_a_time}"),
+    ).unwrapped  # fmt: skip
+    server = OneAtATime(env.executor) if one_at_a_time else env.executor
+    flows.run_flow(env.reset_flow(seed=0, options={"problem_index": 1}), server)
+    done = False
+    while not done:
+        step = env.step_flow({"intervene": 1, "message": METHOD})
+        _, _, done, _, _ = flows.run_flow(step, server)
+    return without_wall_clock(env.last_episode.to_dict()), batches
+
+
+@pytest.mark.parametrize("protocol", ["", "-Feedback", "-Tutor"])
+def test_the_transfer_attempt_goes_out_with_the_students_other_call(protocol, tmp_path):
+    """Issue 37 item 4: the variant attempt needs only the message, so it shares the
+    batch of the student's continuation (retry, phase-2 solve): one more request per
+    teacher turn, no more model calls; the episode is the one played call by call."""
+    record, batches = _episode(protocol, "teaching", tmp_path, one_at_a_time=False)
+    plain, plain_batches = _episode(protocol, "success", tmp_path, one_at_a_time=False)
+    serial, serial_batches = _episode(protocol, "teaching", tmp_path, one_at_a_time=True)
+    assert len(batches) == len(plain_batches)
+    assert sum(batches) == sum(plain_batches) + len(record["metadata"]["transfer"])
+    assert record == serial and len(serial_batches) == sum(batches)
+    assert record["metadata"]["transfer"][-1]["solved"]  # the answers went to the right flows
 
 
 def test_monitor_grpo_reward_computes_transfer_only_for_the_preset(tmp_path):

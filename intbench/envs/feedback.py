@@ -245,19 +245,24 @@ class FeedbackEnv(FlowEnv):
                 action_error=action_error,
             )
         )
-        if self._variants is not None:
-            self._transfers.append((yield from self._transfer(feedback)))
-        reward = yield from self._attempt(feedback, leaked)
+        # The transfer attempt needs only the feedback, so it shares the retry's batch.
+        transfer = self._transfer(feedback) if self._variants is not None else None
+        reward = yield from self._attempt(feedback, leaked, transfer)
         return self._step_result(reward, action_error, self._episode, "feedback")
 
-    def _attempt(self, feedback: str | None, leaked: bool = False):
+    def _attempt(self, feedback: str | None, leaked: bool = False, transfer=None):
         """Flow: the student's next attempt, recorded -> the step's reward (ends the
         episode when right, on an error or at ``k_max``); ``leaked``: the feedback
-        before it gave the answer away."""
+        before it gave the answer away; ``transfer``: the turn's transfer flow, run
+        beside the attempt."""
         episode = self._episode
         step = {"success": 0.0, "auc": 0.0, "leaked": float(leaked), "transfer": 0.0}
         started = time.perf_counter()
-        attempt = yield from self._next_attempt(feedback)
+        if transfer is None:
+            attempt = yield from self._next_attempt(feedback)
+        else:
+            attempt, solved = yield from flows.gather(self._next_attempt(feedback), transfer)
+            self._transfers.append(solved)
         episode.timings["student_s"] += time.perf_counter() - started
         self._attempts.append(attempt)
         episode.attempts.append(attempt)

@@ -7,6 +7,11 @@ verifier call — and receives their results.  A single env runs its flow
 request by request; a batched driver advances many flows together and serves
 their pending requests in one batched ``generate`` call per model and one
 thread pool for the verifiers.  The episode logic is written once.
+
+Requests that do not depend on each other (the student's continuation and
+its transfer attempt) are run side by side with :func:`gather`: they reach
+the driver as one :class:`Gather`, so they share the round's batch instead of
+taking one round each.
 """
 
 from __future__ import annotations
@@ -45,8 +50,53 @@ class Verify:
     verifier: Callable[[Problem, str], Verdict]
 
 
-Request = Generate | Verify
+@dataclass
+class Gather:
+    """Several :class:`Generate`/:class:`Verify` requests of one flow, to be served
+    together; the flow receives the list of their answers, in order."""
+
+    requests: list[Generate | Verify]
+
+
+Request = Generate | Verify | Gather
 Flow = Generator[Request, Any, Any]
+
+
+def gather(*subflows: Flow) -> Flow:
+    """Flow: run ``subflows`` side by side -> the list of their return values.
+
+    Each round, the requests the still-running sub-flows wait on go out as one
+    :class:`Gather` (a lone request as itself), so they are batched together
+    and with other episodes' requests.  Only for sub-flows that do not depend
+    on each other's results.
+    """
+    values: list[Any] = [None] * len(subflows)
+    pending: dict[int, Request] = {}
+    for index in range(len(subflows)):
+        _advance(subflows, index, None, pending, values, first=True)
+    while pending:
+        order = list(pending)
+        if len(order) == 1:
+            answers = [(yield pending[order[0]])]
+        else:
+            answers = yield Gather([pending[i] for i in order])
+        pending.clear()
+        for index, answer in zip(order, answers, strict=True):
+            _advance(subflows, index, answer, pending, values)
+    return values
+
+
+def serve_gathered(requests: list[Request], serve: Callable[[list], list]) -> list[Any]:
+    """Answer ``requests`` with ``serve``, which takes only plain requests: each
+    :class:`Gather`'s parts are served with the rest and answered as a list."""
+    flat: list[Generate | Verify] = []
+    spans = []  # per request: (where its parts start in ``flat``, how many, a Gather?)
+    for request in requests:
+        parts = request.requests if isinstance(request, Gather) else [request]
+        spans.append((len(flat), len(parts), isinstance(request, Gather)))
+        flat += parts
+    answers = serve(flat)
+    return [answers[at : at + n] if grouped else answers[at] for at, n, grouped in spans]
 
 
 class RequestExecutor:
@@ -113,13 +163,19 @@ class RequestExecutor:
         return results  # type: ignore[return-value]
 
     def serve(self, requests: list[Request]) -> list[Any]:
-        """Answer a mixed list of requests, preserving order."""
+        """Answer a mixed list of requests, preserving order (a :class:`Gather`
+        with the list of its parts' answers)."""
+        return serve_gathered(requests, self._serve_plain)
+
+    def _serve_plain(self, requests: list[Generate | Verify]) -> list[Any]:
         answers: list[Any] = [None] * len(requests)
         gen_idx = [i for i, r in enumerate(requests) if isinstance(r, Generate)]
         ver_idx = [i for i, r in enumerate(requests) if isinstance(r, Verify)]
         if len(gen_idx) + len(ver_idx) != len(requests):
             bad = next(r for r in requests if not isinstance(r, Generate | Verify))
-            raise TypeError(f"a flow yielded {type(bad).__name__}, expected Generate or Verify")
+            raise TypeError(
+                f"a flow yielded {type(bad).__name__}, expected Generate, Verify or Gather"
+            )
         for i, out in zip(gen_idx, self.generate([requests[i] for i in gen_idx]), strict=True):
             answers[i] = out
         for i, out in zip(ver_idx, self.verify([requests[i] for i in ver_idx]), strict=True):

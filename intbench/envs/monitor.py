@@ -311,29 +311,17 @@ class MonitorEnv(FlowEnv):
                 leaked=answer_leaked(self._problem, message),
             )
             episode.intervention = intervention
-            if applied:
-                started = time.perf_counter()
-                messages = continuation_messages(
-                    self._problem, self._trace[:position], message, self.options.post
-                )
-                sampling = replace(self.student_sampling, seed=self._draw_seed())
-                completion = yield flows.Generate("student", messages, sampling)
-                verdict = None
-                if completion.error:
-                    episode.error = f"student failed after the intervention: {completion.error}"
-                else:
-                    verdict = yield flows.Verify(self._problem, completion.text, self._verifier)
-                    if verdict.status == "error":
-                        episode.error = f"grader error after the intervention: {verdict.feedback}"
-                    post_correct = verdict.correct
-                intervention.attempt = attempt_from(completion, verdict)
-                episode.tokens["post_prompt"] = completion.prompt_tokens
-                episode.tokens["post_completion"] = completion.completion_tokens
-                episode.timings["post_s"] = time.perf_counter() - started
+        if applied:
+            # The transfer attempt needs only the message, so it shares the
+            # continuation's batch.
+            post_correct, transfer = yield from flows.gather(
+                self._continue(intervention, position), self._transfer(message)
+            )
+        else:
+            transfer = yield from self._transfer(None)
         # A leak is charged whether or not the intervention could be placed: the
         # teacher chose to state the answer.
         leaked = bool(episode.intervention and episode.intervention.leaked)
-        transfer = yield from self._transfer(message if applied else None)
         components = monitor_components(
             self._baseline_correct, applied, post_correct, leaked, transfer
         )
@@ -342,6 +330,31 @@ class MonitorEnv(FlowEnv):
         if episode.baseline is not None and episode.baseline.status == "error":
             episode.error = episode.error or "grader error on the baseline"
         self._terminated = True
+
+    def _continue(self, intervention: Intervention, position: int):
+        """Flow: the student continues the trace cut at ``position`` after the
+        intervention's message -> correct (None when it failed)."""
+        episode = self._episode
+        started = time.perf_counter()
+        messages = continuation_messages(
+            self._problem, self._trace[:position], intervention.message, self.options.post
+        )
+        sampling = replace(self.student_sampling, seed=self._draw_seed())
+        completion = yield flows.Generate("student", messages, sampling)
+        verdict = None
+        post_correct = None
+        if completion.error:
+            episode.error = f"student failed after the intervention: {completion.error}"
+        else:
+            verdict = yield flows.Verify(self._problem, completion.text, self._verifier)
+            if verdict.status == "error":
+                episode.error = f"grader error after the intervention: {verdict.feedback}"
+            post_correct = verdict.correct
+        intervention.attempt = attempt_from(completion, verdict)
+        episode.tokens["post_prompt"] = completion.prompt_tokens
+        episode.tokens["post_completion"] = completion.completion_tokens
+        episode.timings["post_s"] = time.perf_counter() - started
+        return post_correct
 
     # ------------------------------------------------------- observation/info
     def _observation(self) -> dict:

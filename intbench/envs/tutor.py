@@ -296,9 +296,12 @@ class TutorEnv(FlowEnv):
         if episode.error or self._turn >= self._ideation_turns:
             if not episode.error:
                 started = time.perf_counter()
-                yield from self._solve()
+                # The transfer attempt needs only the dialogue's messages, so it shares
+                # phase 2's batches.
+                _, transfer = yield from flows.gather(
+                    self._solve(), self._transfer(self._delivered_messages())
+                )
                 episode.timings["solve_s"] += time.perf_counter() - started
-                transfer = yield from self._transfer(self._delivered_messages())
             self._terminated = True
             if self.ratings is not None and not episode.error:
                 self._update_rating(episode)

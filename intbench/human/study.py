@@ -201,6 +201,9 @@ class _DeferredStudent:
     """
 
     def serve(self, requests: list) -> list:
+        return flows.serve_gathered(requests, self._serve_plain)
+
+    def _serve_plain(self, requests: list) -> list:
         answers = []
         for request in requests:
             if isinstance(request, flows.Generate):
