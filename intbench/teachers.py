@@ -28,32 +28,14 @@ from intbench.agents.incremental import (
     decide_batch,
     decision_line,
 )
-from intbench.agents.parsing import (
-    MonitorDecision,
-    OracleDecision,
-    parse_feedback,
-    parse_monitor_decision,
-    parse_oracle_decision,
-)
 from intbench.agents.policies import POLICY_KINDS, AtFraction, make_policy
+from intbench.protocols import PROTOCOLS, get_protocol
 from intbench.records import Episode
 
 logger = logging.getLogger(__name__)
 
 DECISION_TOKENS = 6
 """Tokens a server teacher may write for its decision line (``Intervene: No`` and a newline)."""
-# Each paper's teacher sampling.  Int-Bench (§4.1) and KITE (§4) state only T=0.7; the
-# token limits there are this project's (a decision with a short message, a dialogue turn).
-MONITOR_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=256)
-TUTOR_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024)
-# The feedback paper's teacher (App. A.2); the runner passes the env's own (its domain's limit).
-FEEDBACK_SAMPLING = SamplingParams(temperature=1.0, top_p=0.95, max_tokens=8192)
-PROTOCOL_SAMPLING = {
-    "monitor": MONITOR_SAMPLING,
-    "tutor": TUTOR_SAMPLING,
-    "feedback": FEEDBACK_SAMPLING,
-}
-
 
 Step = tuple[dict, dict]
 """An env's ``(observation, info)`` after a reset or step: what a teacher decides on."""
@@ -139,9 +121,12 @@ class PolicyTeacher(BaseTeacher):
     """
 
     def __init__(self, spec: str, protocol: str, condition: str | None):
-        if protocol != "monitor" and spec.split("?", 1)[0] != "never":
+        self.scripted = get_protocol(protocol).policy_teachers
+        if not self.scripted and spec.split("?", 1)[0] != "never":
+            scripted = " and ".join(p.name for p in PROTOCOLS.values() if p.policy_teachers)
+            others = " and ".join(p.name for p in PROTOCOLS.values() if not p.policy_teachers)
             raise ValueError(
-                f"policy teacher {spec!r} applies to the monitor protocol; for feedback and tutor runs "
+                f"policy teacher {spec!r} applies to the {scripted} protocol; for {others} runs "
                 "use a model spec, 'never' (no feedback / silence) or the feedback env's "
                 "mode=self_refine/self_feedback/self_critique"
             )
@@ -166,7 +151,7 @@ class PolicyTeacher(BaseTeacher):
     def act(self, slots: Sequence[int], steps: Sequence[Step], seeds: Sequence[int]) -> list[Any]:
         actions = []
         for slot, (obs, info), seed in zip(slots, steps, seeds, strict=True):
-            if self.protocol != "monitor":
+            if not self.scripted:  # 'never': no feedback, silence
                 actions.append({"intervene": 0, "message": ""})
                 continue
             policy = self._policy(slot, seed)
@@ -202,11 +187,13 @@ class ModelTeacher(BaseTeacher):
         self.spec = backend.spec
         self.protocol = protocol
         self.condition = condition
-        self.sampling = sampling or PROTOCOL_SAMPLING.get(protocol, FEEDBACK_SAMPLING)
+        spec = get_protocol(protocol)
+        self.sampling = sampling or spec.teacher_sampling
+        self._parse_reply = spec.hook("parse_reply")
         self.outputs: dict[int, list[str]] = {}
         self.tokens: dict[int, list[int]] = {}
         local = isinstance(backend, LocalChatModel)
-        standard = protocol == "monitor" and condition != "oracle"
+        standard = spec.incremental and condition != "oracle"
         self.incremental = local and standard
         # On a server, a Standard wait costs a few tokens: the decision line comes first.
         self.decide_first = standard and not local and is_remote(backend)
@@ -333,29 +320,7 @@ class ModelTeacher(BaseTeacher):
     def parse(self, text: str, error: str | None = None) -> dict | str:
         if error:
             return {"intervene": 0, "message": "", "error": f"teacher failed: {error}"}
-        if self.protocol == "tutor":
-            return text  # the tutor env reads a dialogue turn as it is
-        if self.protocol == "feedback":
-            message = parse_feedback(text).text.strip()
-            return {"intervene": int(bool(message)), "message": message}
-        decision: MonitorDecision | OracleDecision
-        if self.condition == "oracle":
-            decision = parse_oracle_decision(text)
-            extra = {"quote": decision.quote or "", "position": -1}
-        else:
-            decision = parse_monitor_decision(text)
-            extra = {}
-        if decision.error:
-            return {
-                "intervene": 0,
-                "message": "",
-                "error": f"unparsable teacher reply: {decision.error}",
-            }
-        return {
-            "intervene": int(bool(decision.intervene)),
-            "message": decision.message or "",
-            **extra,
-        }
+        return self._parse_reply(text, self.condition)
 
 
 @dataclass(frozen=True)

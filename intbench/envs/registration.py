@@ -1,10 +1,12 @@
 """Environment ids, registered with Gymnasium when ``intbench`` is imported.
 
-Every registered domain has one id per protocol, ``IntBench-<EnvName>-v0``,
-``IntBench-<EnvName>-Feedback-v0`` and ``IntBench-<EnvName>-Tutor-v0``
-(``EnvName`` is its ``Domain.env_name``): they exist after ``import
-intbench``, ``gym.make("intbench:<id>")`` imports the package itself, and
-:func:`register_domain` adds a third-party domain's ids.
+Every registered domain has one id per registered protocol (:mod:`intbench.protocols`),
+``IntBench-<EnvName><id_tag>-v0``: ``IntBench-<EnvName>-v0``,
+``IntBench-<EnvName>-Feedback-v0`` and ``IntBench-<EnvName>-Tutor-v0`` for the built-in
+ones (``EnvName`` is the domain's ``Domain.env_name``).  They exist after ``import
+intbench``, ``gym.make("intbench:<id>")`` imports the package itself,
+:func:`register_domain` adds a third-party domain's ids and
+:func:`~intbench.protocols.register_protocol` a new protocol's.
 
 Installed packages publish domains in the entry-point group
 :data:`ENTRY_POINT_GROUP`; each entry point names a :class:`Domain` (or a
@@ -21,36 +23,35 @@ import gymnasium as gym
 
 from intbench.envs.domains import registry
 from intbench.envs.domains.registry import Domain
-
-PROTOCOLS = {
-    # protocol -> (id suffix, env entry point, batched vector entry point)
-    "monitor": ("", "intbench.envs.monitor:MonitorEnv", "intbench.envs.vector:batched_monitor"),
-    "feedback": (
-        "-Feedback",
-        "intbench.envs.feedback:FeedbackEnv",
-        "intbench.envs.vector:batched_feedback",
-    ),
-    "tutor": ("-Tutor", "intbench.envs.tutor:TutorEnv", "intbench.envs.tutor:batched_tutor"),
-}
+from intbench.protocols import PROTOCOLS, ProtocolSpec, get_protocol, protocol_of_env_id
 
 
 def env_id(domain: str, protocol: str = "monitor") -> str:
-    suffix = PROTOCOLS[protocol][0]
-    return f"IntBench-{registry.get_domain(domain).env_name}{suffix}-v0"
+    return get_protocol(protocol).env_id(registry.get_domain(domain).env_name)
+
+
+def _register(domain: str, spec: ProtocolSpec) -> None:
+    name = spec.env_id(registry.get_domain(domain).env_name)
+    if name in gym.registry:
+        return
+    gym.register(
+        id=name,
+        entry_point=spec.entry_point,
+        vector_entry_point=spec.vector_entry_point,
+        kwargs={"domain": domain},
+        disable_env_checker=False,
+    )
 
 
 def _register_ids(domain: str) -> None:
-    for protocol, (_, entry_point, vector_entry_point) in PROTOCOLS.items():
-        name = env_id(domain, protocol)
-        if name in gym.registry:
-            continue
-        gym.register(
-            id=name,
-            entry_point=entry_point,
-            vector_entry_point=vector_entry_point,
-            kwargs={"domain": domain},
-            disable_env_checker=False,
-        )
+    for spec in PROTOCOLS.values():
+        _register(domain, spec)
+
+
+def register_protocol_ids(spec: ProtocolSpec) -> None:
+    """Register ``spec``'s id for every registered domain (``register_protocol`` calls it)."""
+    for domain in registry.domain_names():
+        _register(domain, spec)
 
 
 ENTRY_POINT_GROUP = "intbench.domains"
@@ -118,12 +119,8 @@ def register_domain(domain: Domain) -> Domain:
 
 
 def protocol_of(spec_id: str) -> str:
-    """The protocol of an IntBench env id (``"monitor"``, ``"feedback"``, ``"tutor"``)."""
-    name = spec_id.split(":")[-1]  # "intbench:IntBench-Math-v0" -> "IntBench-Math-v0"
-    for protocol in PROTOCOLS:
-        if name in {env_id(d, protocol) for d in registry.domain_names()}:
-            return protocol
-    raise ValueError(f"{spec_id!r} is not an IntBench env id; known: {', '.join(all_env_ids())}")
+    """The name of the protocol of an IntBench env id (``"monitor"``, ``"feedback"``, ...)."""
+    return protocol_of_env_id(spec_id).name
 
 
 def all_env_ids(protocol: str | None = None) -> list[str]:

@@ -48,22 +48,27 @@ stating the answer earns at most 1 + 1 − 3 = −1, below waiting's worst (0).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
-COMPONENTS: dict[str, tuple[str, ...]] = {
-    "monitor": (
-        "baseline_correct",
-        "post_correct",
-        "intervened",
-        "helpfulness",
-        "success",
-        "leaked",
-        "transfer",
-    ),
-    "feedback": ("success", "auc", "leaked", "transfer"),
-    "tutor": ("success", "leaked", "transfer"),
-}
-"""Protocol -> the components its episodes report."""
+from intbench.protocols import PROTOCOLS, get_protocol
+
+
+class _Components(Mapping[str, tuple[str, ...]]):
+    """Protocol -> the components its episodes report (``ProtocolSpec.reward_components``),
+    for every registered protocol."""
+
+    def __getitem__(self, protocol: str) -> tuple[str, ...]:
+        return PROTOCOLS[protocol].reward_components
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(PROTOCOLS)
+
+    def __len__(self) -> int:
+        return len(PROTOCOLS)
+
+
+COMPONENTS: Mapping[str, tuple[str, ...]] = _Components()
+
 
 PRESETS: dict[str, dict[str, float]] = {
     # The paper's immediate helpfulness (+1 wrong->right, -1 right->wrong), less a leak.
@@ -149,13 +154,9 @@ def telling_margin(weights: Mapping[str, float], protocol: str = "monitor") -> f
     tutor: the episode without the teacher's message (success and transfer
     of the student alone), one leaking turn against none.
     """
+    outcomes = get_protocol(protocol).hook("telling_outcomes")
     worst = float("-inf")
     for alone, helped, variant_alone, variant_helped in itertools.product((0, 1), repeat=4):
-        if protocol == "monitor":
-            tell = monitor_components(bool(alone), True, bool(helped), True, bool(variant_helped))
-            wait = monitor_components(bool(alone), False, None, False, bool(variant_alone))
-        else:
-            tell = {"success": helped, "auc": helped, "leaked": 1.0, "transfer": variant_helped}
-            wait = {"success": alone, "auc": alone, "leaked": 0.0, "transfer": variant_alone}
+        tell, wait = outcomes(alone, helped, variant_alone, variant_helped)
         worst = max(worst, weighted_reward(tell, weights) - weighted_reward(wait, weights))
     return worst

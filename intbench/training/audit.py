@@ -31,6 +31,7 @@ from typing import Any
 
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.metrics.estimate import Estimate, bootstrap
+from intbench.protocols import PROTOCOLS, ProtocolSpec
 from intbench.records import Problem
 from intbench.training.config import TrainConfig
 
@@ -138,31 +139,32 @@ class AuditStudent:
         return right if solved else wrong
 
 
-def _teachers(problem: Problem, code: bool, protocol: str) -> dict[str, str | None]:
+def _teachers(problem: Problem, code: bool, protocol: ProtocolSpec) -> dict[str, str | None]:
     """Teacher name -> its message on ``problem`` (None: never speaks; "" forwards tests)."""
     teachers: dict[str, str | None] = {"never": None, **tell_forms(problem), "hint": HINT}
-    if code and protocol == "feedback":
+    if code and protocol.forwards_execution:
         teachers["forward-tests"] = ""
     return teachers
 
 
 def _play(
-    env, protocol: str, index: int, message: str | None, student: AuditStudent
+    env, protocol: ProtocolSpec, index: int, message: str | None, student: AuditStudent
 ) -> tuple[float, bool]:
     """One episode of a scripted teacher on problem ``index`` -> (the env's total
-    reward, whether the teacher had a turn)."""
+    reward, whether the teacher had a turn).  A teacher that decides at every increment
+    speaks at the first; others at their first turn."""
     obs, info = env.reset(seed=index, options={"problem_index": index})
-    total, done, turns = 0.0, False, protocol == "monitor"
+    total, done, turns = 0.0, False, protocol.incremental
     while not done:
         turns = turns or bool(info.get("teacher_turn"))
         if message is None:
             action = WAIT
-        elif protocol == "feedback" and message == "":
+        elif protocol.forwards_execution and message == "":
             forwarded = obs["execution"]
             action = {"intervene": 1, "message": forwarded} if forwarded else WAIT
             if forwarded:
                 student.messages.setdefault(env.problems[index].id, []).append(forwarded)
-        elif protocol == "monitor" or info.get("teacher_turn"):
+        elif protocol.incremental or info.get("teacher_turn"):
             action = {"intervene": 1, "message": message}
         else:
             action = WAIT
@@ -184,10 +186,9 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
     from intbench.training.envpool import env_protocol
 
     protocol = env_protocol(config.env)
-    if protocol not in ("monitor", "feedback"):
-        raise ValueError(
-            f"audit-reward covers monitor and feedback training envs, not {config.env}"
-        )
+    if protocol.grpo is None:
+        trained = " and ".join(p.name for p in PROTOCOLS.values() if p.grpo is not None)
+        raise ValueError(f"audit-reward covers {trained} training envs, not {config.env}")
     domain = gym.spec(config.env).kwargs["domain"]
     problems = load_problems(domain, source="offline", n=n, seed=seed)
     options = dict(config.env_kwargs())

@@ -13,20 +13,20 @@ from typing import Any
 import gymnasium as gym
 
 from intbench.envs import flows
-from intbench.envs.registration import PROTOCOLS
+from intbench.protocols import PROTOCOLS, ProtocolSpec
 
 
-def env_protocol(env_id: str) -> str:
-    """``"monitor"`` or ``"feedback"`` for a registered IntBench id."""
+def env_protocol(env_id: str) -> ProtocolSpec:
+    """The protocol of a registered env id, by its env class (ids registered by hand too)."""
     import intbench.envs  # noqa: F401  (registers the ids)
 
     try:
         entry_point = gym.spec(env_id).entry_point
     except gym.error.Error as exc:
         raise ValueError(f"unknown env id {env_id!r}: {exc}") from None
-    for protocol, (_, protocol_entry_point, _) in PROTOCOLS.items():
-        if entry_point == protocol_entry_point:
-            return protocol
+    for spec in PROTOCOLS.values():
+        if entry_point == spec.entry_point:
+            return spec
     raise ValueError(f"{env_id!r} is not an IntBench env (entry point {entry_point!r})")
 
 
@@ -35,7 +35,8 @@ class EnvPool:
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None):
         self.env_id = env_id
-        self.protocol = env_protocol(env_id)
+        self.spec = env_protocol(env_id)
+        self.protocol = self.spec.name
         self.env_kwargs = dict(env_kwargs or {})
         self._envs: list[Any] = []
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from intbench.protocols.feedback import SPEC as FEEDBACK
 from intbench.training.envpool import EnvPool
 
 FOLLOW_UP = (
@@ -76,7 +77,7 @@ class FeedbackRollout:
         pool: EnvPool | None = None,
     ):
         self.pool = pool or EnvPool(env_id, env_kwargs)
-        if self.pool.protocol != "feedback":
+        if self.pool.spec is not FEEDBACK:
             raise ValueError(f"FeedbackRollout needs a feedback env id, got {self.pool.env_id!r}")
         if max_turn_tokens < 1:
             raise ValueError(f"max_turn_tokens must be positive, got {max_turn_tokens}")

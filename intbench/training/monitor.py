@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from intbench.agents.parsing import parse_monitor_decision
-from intbench.envs.rewards import COMPONENTS
+from intbench.protocols.monitor import SPEC as MONITOR
 from intbench.training.envpool import EnvPool
 
 WAIT = {"intervene": 0, "message": ""}
@@ -109,7 +109,7 @@ def monitor_states(
     if states_per_problem < 1:
         raise ValueError(f"states_per_problem must be positive, got {states_per_problem}")
     pool = pool or EnvPool(env_id, env_kwargs)
-    if pool.protocol != "monitor":
+    if pool.spec is not MONITOR:
         raise ValueError(f"monitor_states needs a monitor env id, got {pool.env_id!r}")
     problems = pool.problem_count()
     rng = np.random.default_rng(seed)
@@ -194,7 +194,7 @@ class MonitorReward:
         pool: EnvPool | None = None,
     ):
         self.pool = pool or EnvPool(env_id, env_kwargs)
-        if self.pool.protocol != "monitor":
+        if self.pool.spec is not MONITOR:
             raise ValueError(f"MonitorReward needs a monitor env id, got {self.pool.env_id!r}")
         self.last_components: list[dict[str, float]] = []
 
@@ -220,7 +220,7 @@ class MonitorReward:
         )
         self.last_components = [components for _, components, _ in results]
         if log_metric is not None:
-            for name in COMPONENTS["monitor"]:
+            for name in MONITOR.reward_components:
                 log_metric(
                     f"monitor/{name}", float(np.mean([c[name] for c in self.last_components]))
                 )

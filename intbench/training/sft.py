@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.protocols import get_protocol, has
 from intbench.records import Episode, MonitorStep, Problem, as_episodes
 from intbench.rundir import RunDir
 from intbench.training.monitor import monitor_reply
@@ -43,18 +44,28 @@ def _feedback_leaked(record: Episode) -> bool:
     return any(turn.leaked for turn in record.feedback)
 
 
+def _monitor_intervened(record: Episode) -> bool:
+    return record.intervention is not None
+
+
+def _feedback_intervened(record: Episode) -> bool:
+    return any(turn.source == "teacher" for turn in record.feedback)
+
+
+def _sft(record: Episode) -> SftProtocol:
+    return get_protocol(record.protocol).hook("sft")
+
+
 def _helpful(record: Episode) -> bool:
-    return _monitor_helpful(record) if record.protocol == "monitor" else _feedback_helpful(record)
+    return _sft(record).helpful(record)
 
 
 def _leaked(record: Episode) -> bool:
-    return _monitor_leaked(record) if record.protocol == "monitor" else _feedback_leaked(record)
+    return _sft(record).leaked(record)
 
 
 def _intervened(record: Episode) -> bool:
-    if record.protocol == "monitor":
-        return record.intervention is not None
-    return any(turn.source == "teacher" for turn in record.feedback)
+    return _sft(record).intervened(record)
 
 
 FILTERS: dict[str, Filter] = {
@@ -73,20 +84,27 @@ def redetect_leaks(record: Episode, problem: Problem) -> Episode:
     Records keep the flags of the detector that ran when they were written;
     the filters judge by the current one.
     """
-    if record.protocol == "monitor" and record.intervention is not None:
-        intervention = record.intervention
-        leaked = answer_leaked(problem, intervention.message)
-        components = dict(record.reward_components)
-        components["leaked"] = float(leaked and intervention.applied)
-        intervention = dataclasses.replace(intervention, leaked=leaked)
-        return dataclasses.replace(record, intervention=intervention, reward_components=components)
-    if record.protocol == "feedback":
-        turns = [
-            dataclasses.replace(t, leaked=answer_leaked(problem, t.message))
-            for t in record.feedback
-        ]
-        return dataclasses.replace(record, feedback=turns)
-    return record
+    if not has(record.protocol, "sft"):
+        return record
+    return _sft(record).redetect_leaks(record, problem)
+
+
+def _monitor_redetect(record: Episode, problem: Problem) -> Episode:
+    if record.intervention is None:
+        return record
+    intervention = record.intervention
+    leaked = answer_leaked(problem, intervention.message)
+    components = dict(record.reward_components)
+    components["leaked"] = float(leaked and intervention.applied)
+    intervention = dataclasses.replace(intervention, leaked=leaked)
+    return dataclasses.replace(record, intervention=intervention, reward_components=components)
+
+
+def _feedback_redetect(record: Episode, problem: Problem) -> Episode:
+    turns = [
+        dataclasses.replace(t, leaked=answer_leaked(problem, t.message)) for t in record.feedback
+    ]
+    return dataclasses.replace(record, feedback=turns)
 
 
 def select_records(
@@ -106,7 +124,7 @@ def select_records(
             raise ValueError(f"unknown filter {filter!r}; choose from {sorted(FILTERS)}") from None
     selected = []
     for record in as_episodes(records):
-        if record.error or record.protocol not in ("monitor", "feedback"):
+        if record.error or not has(record.protocol, "sft"):
             continue
         if problems is not None and record.problem_id in problems:
             record = redetect_leaks(record, problems[record.problem_id])
@@ -161,7 +179,9 @@ def _monitor_examples(
     return examples
 
 
-def _feedback_examples(record: Episode, problem: Problem, cache_dir: str) -> list[dict]:
+def _feedback_examples(
+    record: Episode, problem: Problem, cache_dir: str, decisions: str
+) -> list[dict]:
     config = record.config
     student = _replay_student([attempt.text for attempt in record.attempts])
     env = gym.make(
@@ -207,6 +227,34 @@ def _example(prompt: list[dict], reply: str, record: Episode, decision: int) -> 
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class SftProtocol:
+    """How SFT reads one protocol's records (``ProtocolSpec.sft`` names one)."""
+
+    helpful: Filter
+    """Whether the teacher's messages helped the student."""
+    leaked: Filter
+    """Whether a teacher message gave the answer away."""
+    intervened: Filter
+    """Whether the teacher said anything."""
+    redetect_leaks: Callable[[Episode, Problem], Episode]
+    """The record with its leak flags recomputed by :func:`answer_leaked`."""
+    examples: Callable[[Episode, Problem, str, str], list[dict]]
+    """``(record, problem, cache_dir, decisions)`` -> its chat examples."""
+
+
+MONITOR_SFT = SftProtocol(
+    _monitor_helpful, _monitor_leaked, _monitor_intervened, _monitor_redetect, _monitor_examples
+)
+FEEDBACK_SFT = SftProtocol(
+    _feedback_helpful,
+    _feedback_leaked,
+    _feedback_intervened,
+    _feedback_redetect,
+    _feedback_examples,
+)
+
+
 def sft_examples(
     records: Iterable[Episode | dict],
     problems: Iterable[Problem | dict],
@@ -233,10 +281,7 @@ def sft_examples(
             if problem is None:
                 raise ValueError(f"no problem {record.problem_id!r} among the given problems")
             cache_dir = f"{scratch}/{number}"  # a fresh cache: the replay must not hit another record's text
-            if record.protocol == "monitor":
-                examples += _monitor_examples(record, problem, cache_dir, decisions)
-            else:
-                examples += _feedback_examples(record, problem, cache_dir)
+            examples += _sft(record).examples(record, problem, cache_dir, decisions)
     return examples
 
 

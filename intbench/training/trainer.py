@@ -133,49 +133,60 @@ def build_trainer(config: TrainConfig) -> Any:
         )
         return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
 
-    from trl import GRPOConfig, GRPOTrainer
-
     if config.environment_factory:
         return _tool_trainer(config)
     pool = EnvPool(config.env, config.env_kwargs())
-    options = config.trainer
-    if pool.protocol == "monitor":
-        options = {**MONITOR_GRPO_DEFAULTS, **options}
-        if config.balanced_states:
-            options = {"shuffle_dataset": False, **options}  # keep the balanced steps
-    elif config.format_priming is not None or config.balanced_states:
+    return pool.spec.hook("grpo")(config, pool)
+
+
+def monitor_grpo(config: TrainConfig, pool: EnvPool) -> Any:
+    """GRPO on single monitor decisions: one sampled env state per prompt, rewarded by
+    playing the decision out (:mod:`intbench.training.monitor`)."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from intbench.training.monitor import balanced_states, monitor_rewards, monitor_states
+
+    options = {**MONITOR_GRPO_DEFAULTS, **config.trainer}
+    if config.balanced_states:
+        options = {"shuffle_dataset": False, **options}  # keep the balanced steps
+    args = GRPOConfig(output_dir=config.output_dir, seed=config.seed, **trainer_options(options))
+    dataset = monitor_states(
+        pool=pool, states_per_problem=config.states_per_problem, seed=config.seed
+    )
+    if config.format_priming is not None:
+        model, tokenizer = _primed_policy(config, dataset)
+    else:
+        model, tokenizer = _grpo_policy(config, args.beta)
+    if config.balanced_states:
+        if args.max_steps <= 0:
+            raise ValueError("balanced_states needs trainer.max_steps (the steps to plan)")
+        dataset = balanced_states(
+            dataset,
+            args.max_steps,
+            args.generation_batch_size // args.num_generations,
+            config.seed,
+        )
+    return GRPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        reward_funcs=monitor_rewards(pool=pool),
+    )
+
+
+def feedback_grpo(config: TrainConfig, pool: EnvPool) -> Any:
+    """GRPO on whole feedback episodes, rolled out by :class:`FeedbackRollout`."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from intbench.training.feedback import FeedbackRollout, feedback_reward
+
+    if config.format_priming is not None or config.balanced_states:
         raise ValueError(
             f"format_priming and balanced_states apply to monitor envs, not {config.env}"
         )
+    options = config.trainer
     args = GRPOConfig(output_dir=config.output_dir, seed=config.seed, **trainer_options(options))
-    if pool.protocol == "monitor":
-        from intbench.training.monitor import balanced_states, monitor_rewards, monitor_states
-
-        dataset = monitor_states(
-            pool=pool, states_per_problem=config.states_per_problem, seed=config.seed
-        )
-        if config.format_priming is not None:
-            model, tokenizer = _primed_policy(config, dataset)
-        else:
-            model, tokenizer = _grpo_policy(config, args.beta)
-        if config.balanced_states:
-            if args.max_steps <= 0:
-                raise ValueError("balanced_states needs trainer.max_steps (the steps to plan)")
-            dataset = balanced_states(
-                dataset,
-                args.max_steps,
-                args.generation_batch_size // args.num_generations,
-                config.seed,
-            )
-        return GRPOTrainer(
-            model=model,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-            reward_funcs=monitor_rewards(pool=pool),
-        )
-    from intbench.training.feedback import FeedbackRollout, feedback_reward
-
     model, tokenizer = _grpo_policy(config, args.beta)
     rollout = FeedbackRollout(
         pool=pool, max_turn_tokens=config.max_turn_tokens, temperature=config.temperature
