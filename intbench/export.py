@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from intbench.metrics import BOOTSTRAP_SAMPLES, summarize
+from intbench.protocols import PROTOCOLS
 from intbench.records import Episode
 from intbench.rundir import EPISODES_FILE, RunDir
 
@@ -281,79 +282,111 @@ def final_correct(episode: Episode) -> bool | None:
     Monitor: the continuation after an applied intervention, else the
     baseline (``None`` without one).  Other protocols: solved at some attempt.
     """
-    if episode.protocol == "monitor":
-        applied = episode.applied_intervention
-        if applied is not None:
-            return applied.attempt is not None and applied.attempt.correct
-        return None if episode.baseline is None else episode.baseline.correct
+    spec = PROTOCOLS.get(str(episode.protocol))
+    return (attempts_final_correct if spec is None else spec.hook("final_correct"))(episode)
+
+
+def monitor_final_correct(episode: Episode) -> bool | None:
+    applied = episode.applied_intervention
+    if applied is not None:
+        return applied.attempt is not None and applied.attempt.correct
+    return None if episode.baseline is None else episode.baseline.correct
+
+
+def attempts_final_correct(episode: Episode) -> bool | None:
     return episode.solved_at is not None
 
 
+def _attempts_columns(episode: Episode) -> dict:
+    return {
+        "n_attempts": len(episode.attempts),
+        "attempt_correct": [a.correct for a in episode.attempts],
+    }
+
+
+def monitor_columns(episode: Episode) -> dict:
+    """The columns only monitor episodes fill."""
+    config, intervention = episode.config, episode.intervention
+    return {
+        "teacher_prompt": _text(config.get("teacher_prompt")),
+        "post": _text(config.get("post")),
+        "increment": _text(config.get("increment")),
+        "teacher_access": _bool(config.get("teacher_access")),
+        "intervened": intervention is not None,
+        "intervention_applied": episode.applied_intervention is not None,
+        "leaked": bool(intervention and intervention.leaked),
+    }
+
+
+def feedback_columns(episode: Episode) -> dict:
+    """The columns only feedback episodes fill."""
+    config, solved = episode.config, episode.solved_at
+    # without k_max in the config, as many as were made (as the metrics count)
+    k_max = _int(config.get("k_max")) or max(len(episode.attempts), 1)
+    return {
+        **_attempts_columns(episode),
+        "k_max": k_max,
+        "history": _int(config.get("history")),
+        "teacher_reference": _text(config.get("teacher_reference")),
+        "execution_context": _text(config.get("execution_context")),
+        "solved_by_attempt": [solved is not None and solved <= k for k in range(1, k_max + 1)],
+        "feedback_turns": sum(1 for f in episode.feedback if f.message),
+        "leaked": any(f.leaked for f in episode.feedback if f.message),
+    }
+
+
+def tutor_columns(episode: Episode) -> dict:
+    """The columns only tutor episodes fill."""
+    messages = [s for s in episode.steps if s.message is not None]
+    return {
+        **_attempts_columns(episode),
+        "n_messages": len(messages),
+        "n_withheld": sum(1 for s in messages if getattr(s, "withheld", False)),
+    }
+
+
 def episode_row(episode: Episode, run: str, env_id: str | None = None) -> dict:
-    """The dataset row of one episode: :data:`COLUMNS`, flattened from its typed parts."""
-    config = episode.config
-    protocol = episode.protocol
-    monitor, feedback, tutor = (protocol == p for p in ("monitor", "feedback", "tutor"))
+    """The dataset row of one episode: :data:`COLUMNS`, flattened from its typed parts.
+
+    Columns its protocol does not fill (``ProtocolSpec.export_columns``) are ``None``;
+    records of unregistered protocols (generalization runs) fill the attempt columns.
+    """
     intervention, applied = episode.intervention, episode.applied_intervention
     problem = episode.metadata.get("problem") or {}
-    k_max = _int(config.get("k_max")) if feedback else None
-    if feedback and not k_max:
-        k_max = max(len(episode.attempts), 1)  # as the metrics do for a run without k_max
-    solved = episode.solved_at
-    messages = [s for s in episode.steps if s.message is not None] if tutor else []
-    leaked = None
-    if monitor:
-        leaked = bool(intervention and intervention.leaked)
-    elif feedback:
-        leaked = any(f.leaked for f in episode.feedback if f.message)
-    row = {
-        "run": run,
-        "env_id": env_id,
-        "protocol": protocol,
-        "domain": episode.domain,
-        "problem_id": episode.problem_id,
-        "student": episode.student,
-        "teacher": episode.teacher,
-        "judge": episode.judge,
-        "condition": episode.condition,
-        "teacher_prompt": _text(config.get("teacher_prompt")) if monitor else None,
-        "post": _text(config.get("post")) if monitor else None,
-        "increment": _text(config.get("increment")) if monitor else None,
-        "teacher_access": _bool(config.get("teacher_access")) if monitor else None,
-        "k_max": k_max,
-        "history": _int(config.get("history")) if feedback else None,
-        "teacher_reference": _text(config.get("teacher_reference")) if feedback else None,
-        "execution_context": _text(config.get("execution_context")) if feedback else None,
-        "seed": _int(episode.seed),
-        "repeat": _int(episode.metadata.get("repeat")),
-        "episode_id": episode.episode_id,
-        "error": episode.error,
-        "baseline_correct": episode.baseline.correct if episode.baseline else None,
-        "intervened": (intervention is not None) if monitor else None,
-        "intervention_applied": (applied is not None) if monitor else None,
-        "intervention_position": intervention.position if intervention else None,
-        "tau_rel": applied.tau_rel if applied else None,
-        "post_correct": (
-            applied.attempt is not None and applied.attempt.correct if applied else None
-        ),
-        "n_attempts": None if monitor else len(episode.attempts),
-        "attempt_correct": None if monitor else [a.correct for a in episode.attempts],
-        "solved_by_attempt": (
-            [solved is not None and solved <= k for k in range(1, k_max + 1)] if k_max else None
-        ),
-        "solved_at": solved,
-        "feedback_turns": sum(1 for f in episode.feedback if f.message) if feedback else None,
-        "n_messages": len(messages) if tutor else None,
-        "n_withheld": sum(1 for s in messages if getattr(s, "withheld", False)) if tutor else None,
-        "leaked": leaked,
-        "final_correct": final_correct(episode),
-        "reward": float(episode.reward),
-        "problem_source": _text(problem.get("source")),
-        "problem_difficulty": _text(problem.get("difficulty")),
-        "problem_topic": _text(problem.get("topic")),
-        "problem_license": _text(problem.get("license")),
-        RECORD_COLUMN: episode.to_json(),
-    }
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update(
+        {
+            "run": run,
+            "env_id": env_id,
+            "protocol": episode.protocol,
+            "domain": episode.domain,
+            "problem_id": episode.problem_id,
+            "student": episode.student,
+            "teacher": episode.teacher,
+            "judge": episode.judge,
+            "condition": episode.condition,
+            "seed": _int(episode.seed),
+            "repeat": _int(episode.metadata.get("repeat")),
+            "episode_id": episode.episode_id,
+            "error": episode.error,
+            "baseline_correct": episode.baseline.correct if episode.baseline else None,
+            "intervention_position": intervention.position if intervention else None,
+            "tau_rel": applied.tau_rel if applied else None,
+            "post_correct": (
+                applied.attempt is not None and applied.attempt.correct if applied else None
+            ),
+            "solved_at": episode.solved_at,
+            "final_correct": final_correct(episode),
+            "reward": float(episode.reward),
+            "problem_source": _text(problem.get("source")),
+            "problem_difficulty": _text(problem.get("difficulty")),
+            "problem_topic": _text(problem.get("topic")),
+            "problem_license": _text(problem.get("license")),
+            RECORD_COLUMN: episode.to_json(),
+        }
+    )
+    spec = PROTOCOLS.get(str(episode.protocol))
+    row.update(_attempts_columns(episode) if spec is None else spec.hook("export_columns")(episode))
     return row
 
 

@@ -21,7 +21,8 @@ from collections import defaultdict
 from typing import Any
 
 from intbench.metrics.table import Table, slug
-from intbench.metrics.tutor import IDEATION, transfer_report
+from intbench.metrics.tutor import collaborative, transfer_report
+from intbench.protocols import has
 from intbench.records import Episode
 from intbench.tutor.bradley_terry import (
     BradleyTerry,
@@ -44,7 +45,11 @@ def _last_selected_ratings(episodes: list[Episode]) -> dict[tuple[str, str], flo
     """The rating after the last update of each Elo-selected (domain, student)."""
     last = {}
     for episode in episodes:
-        update = episode.metadata.get("elo") if episode.protocol == "tutor" else None
+        update = (
+            episode.metadata.get("elo")
+            if has(str(episode.protocol), "collaboration_condition")
+            else None
+        )
         if update and not episode.error:
             last[(episode.domain, episode.student)] = float(update["student_after"])
     return last
@@ -92,7 +97,7 @@ def domain_rankings(episodes: list[Episode]) -> dict[str, list[dict[str, float]]
     """Per domain, one ranking of teachers by solve rate for each (student, task)."""
     ideation: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for episode in episodes:
-        if episode.protocol == "tutor" and (episode.condition or IDEATION) == IDEATION:
+        if collaborative(episode):
             ideation[(episode.domain, episode.student)].append(episode.to_dict())
     rankings: dict[str, list[dict[str, float]]] = defaultdict(list)
     for (domain, _), records in sorted(ideation.items()):
@@ -176,8 +181,7 @@ def ordering_rankings(episodes: list[Episode]) -> tuple[dict[str, dict[str, list
         lambda: defaultdict(list)
     )
     for episode in episodes:
-        if (episode.protocol == "tutor" and (episode.condition or IDEATION) == IDEATION
-                and episode.teacher and not episode.error):  # fmt: skip
+        if collaborative(episode) and episode.teacher and not episode.error:
             tasks[(episode.domain, episode.student, episode.problem_id)][episode.teacher].append(
                 episode
             )

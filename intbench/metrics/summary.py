@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from intbench.metrics.estimate import BOOTSTRAP_SAMPLES
@@ -26,6 +27,10 @@ from intbench.metrics.monitor import (
 from intbench.metrics.ratings import rating_tables
 from intbench.metrics.table import Table
 from intbench.metrics.tutor import TutorKey, tutor_groups, tutor_table
+from intbench.protocols import PROTOCOLS
+from intbench.protocols.feedback import SPEC as FEEDBACK
+from intbench.protocols.monitor import SPEC as MONITOR
+from intbench.protocols.tutor import SPEC as TUTOR
 from intbench.records import Episode, as_episodes
 
 
@@ -61,23 +66,49 @@ def summarize(episodes: Records, samples: int = BOOTSTRAP_SAMPLES) -> Summary:
     for episode in as_episodes(episodes):
         by_protocol[str(episode.protocol)].append(episode)
     summary = Summary()
-    if monitor := by_protocol.pop("monitor", None):
-        groups = monitor_episode_groups(monitor)
-        summary.monitor = monitor_groups(groups, samples)
-        summary.tables += monitor_tables(summary.monitor, groups)
-    if feedback := by_protocol.pop("feedback", None):
-        groups = feedback_episode_groups(feedback)
-        summary.feedback = feedback_groups(groups, samples)
-        summary.matrices = build_matrices(summary.feedback, groups)
-        summary.tables.append(feedback_table(summary.feedback))
-        summary.tables += [t for matrix in summary.matrices for t in matrix_tables(matrix)]
-        summary.tables += feedback_analysis_tables(feedback)
-    if tutor := by_protocol.pop("tutor", None):
-        summary.tutor = tutor_groups(tutor, samples)
-        summary.tables.append(tutor_table(summary.tutor))
-        # solo solves of other protocols (monitor baselines) rate students and teachers too
-        summary.tables += rating_tables([*tutor, *(monitor or [])])
-    if generalization := by_protocol.pop(GENERALIZATION, None):
+    for spec in PROTOCOLS.values():
+        if by_protocol.get(spec.name):
+            spec.hook("summarize")(summary, by_protocol, samples)
+    others = {p: es for p, es in by_protocol.items() if p not in PROTOCOLS}
+    if generalization := others.pop(GENERALIZATION, None):
         summary.tables.append(generalization_table(generalization, samples))
-    summary.other_protocols = {p: len(es) for p, es in sorted(by_protocol.items())}
+    summary.other_protocols = {p: len(es) for p, es in sorted(others.items())}
     return summary
+
+
+def summarize_monitor(
+    summary: Summary, by_protocol: Mapping[str, list[Episode]], samples: int
+) -> None:
+    monitor = by_protocol[MONITOR.name]
+    groups = monitor_episode_groups(monitor)
+    summary.monitor = monitor_groups(groups, samples)
+    summary.tables += monitor_tables(summary.monitor, groups)
+
+
+def summarize_feedback(
+    summary: Summary, by_protocol: Mapping[str, list[Episode]], samples: int
+) -> None:
+    feedback = by_protocol[FEEDBACK.name]
+    groups = feedback_episode_groups(feedback)
+    summary.feedback = feedback_groups(groups, samples)
+    summary.matrices = build_matrices(summary.feedback, groups)
+    summary.tables.append(feedback_table(summary.feedback))
+    summary.tables += [t for matrix in summary.matrices for t in matrix_tables(matrix)]
+    summary.tables += feedback_analysis_tables(feedback)
+
+
+def summarize_tutor(
+    summary: Summary, by_protocol: Mapping[str, list[Episode]], samples: int
+) -> None:
+    tutor = by_protocol[TUTOR.name]
+    summary.tutor = tutor_groups(tutor, samples)
+    summary.tables.append(tutor_table(summary.tutor))
+    # solo solves of other protocols (the baselines of intervention protocols) rate
+    # students and teachers too
+    baselines = [
+        e
+        for spec in PROTOCOLS.values()
+        if spec.interventions
+        for e in by_protocol.get(spec.name, [])
+    ]
+    summary.tables += rating_tables([*tutor, *baselines])

@@ -23,11 +23,22 @@ import numpy as np
 from intbench.metrics.estimate import BOOTSTRAP_SAMPLES, ProblemResamples, mean, problem_mean
 from intbench.metrics.groups import Records, by_problem, group_by, split_errors, teacher_label
 from intbench.metrics.table import Table
+from intbench.protocols import PROTOCOLS, has
 from intbench.records import Episode, as_episode, as_episodes
 
 SOLO = "solo"
 IDEATION = "ideation"
 CALIBRATION = "calibration"  # KITE's solo tasks that set a student's starting rating
+
+
+def collaborative(episode: Episode, stated: bool = False) -> bool:
+    """Whether teacher and student worked together in ``episode``: its condition is its
+    protocol's ``collaboration_condition`` (a missing condition counts unless ``stated``)."""
+    spec = PROTOCOLS.get(str(episode.protocol))
+    if spec is None or spec.collaboration_condition is None:
+        return False
+    condition = episode.condition if stated else episode.condition or spec.collaboration_condition
+    return condition == spec.collaboration_condition
 
 
 def solo_outcome(episode: Episode | dict) -> bool | None:
@@ -40,9 +51,10 @@ def solo_outcome(episode: Episode | dict) -> bool | None:
     episode = as_episode(episode)
     if episode.error:
         return None
-    if episode.protocol == "tutor" and episode.condition in (SOLO, CALIBRATION):
+    spec = PROTOCOLS.get(str(episode.protocol))
+    if spec is not None and episode.condition in spec.solo_conditions:
         return episode.solved_at is not None
-    if episode.protocol == "monitor" and episode.baseline:
+    if has(str(episode.protocol), "interventions") and episode.baseline:
         if episode.baseline.status in ("correct", "incorrect"):
             return episode.baseline.correct
     return None
@@ -197,7 +209,7 @@ def transfer_report(episodes: Iterable[Episode | dict]) -> list[dict]:
     for episode in as_episodes(episodes):
         if episode.error:
             continue
-        if episode.protocol == "tutor" and episode.condition == IDEATION and episode.teacher:
+        if collaborative(episode, stated=True) and episode.teacher:
             key = (episode.teacher, episode.student)
             collab[key][episode.problem_id].append(float(episode.solved_at is not None))
         solved = solo_outcome(episode)

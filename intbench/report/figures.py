@@ -18,6 +18,7 @@ from intbench.metrics import Estimate, FeedbackKey, Matrix, MonitorKey, Summary,
 from intbench.metrics.groups import HUMAN
 from intbench.metrics.matrix import MATRIX_METRICS
 from intbench.metrics.monitor import NOT_APPLICABLE
+from intbench.protocols import has
 from intbench.records import Episode
 
 if TYPE_CHECKING:
@@ -170,8 +171,9 @@ def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
 
 def _scatter_title(episodes: Sequence[Episode]) -> str:
     """Name only the kinds of teacher the runs hold."""
-    humans = any(monitor_key(e).teacher == HUMAN for e in episodes if e.protocol == "monitor")
-    models = any(monitor_key(e).teacher != HUMAN for e in episodes if e.protocol == "monitor")
+    timed = [e for e in episodes if has(str(e.protocol), "interventions")]
+    humans = any(monitor_key(e).teacher == HUMAN for e in timed)
+    models = any(monitor_key(e).teacher != HUMAN for e in timed)
     who = "humans vs LLM teachers" if humans and models else "humans" if humans else "teachers"
     return f"τ_rel per problem: {who}"
 
@@ -184,7 +186,7 @@ def timing_scatter(episodes: Sequence[Episode]) -> Figure | None:
     for episode in episodes:
         intervention = episode.intervention
         if (
-            episode.protocol != "monitor"
+            not has(str(episode.protocol), "interventions")
             or episode.error
             or intervention is None
             or intervention.excluded

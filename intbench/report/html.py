@@ -12,13 +12,14 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from intbench.metrics import Estimate, Summary, Table, format_cell, monitor_key, teacher_label
+from intbench.protocols import PROTOCOLS
 from intbench.records import Attempt, Episode
 
 if TYPE_CHECKING:
@@ -88,14 +89,27 @@ def outcome(episode: Episode) -> str:
     """A short label of how the episode ended, used by the browser's filter."""
     if episode.error:
         return "error"
-    if episode.protocol == "monitor":
-        intervention = episode.intervention
-        if not intervention:
-            return "no intervention"
-        if intervention.excluded:
-            return "excluded"
-        before, after = _status(episode.baseline), _status(intervention.attempt)
-        return f"{_SHORT.get(before, before)}→{_SHORT.get(after, after)}"
+    return _hook(episode, "report_outcome", attempts_outcome)(episode)
+
+
+def _hook(episode: Episode, field: str, default: Callable[[Episode], Any]) -> Callable:
+    """The protocol's ``field`` hook; records of unregistered protocols (generalization
+    runs) are shown as attempts."""
+    spec = PROTOCOLS.get(str(episode.protocol))
+    return default if spec is None else spec.hook(field)
+
+
+def monitor_outcome(episode: Episode) -> str:
+    intervention = episode.intervention
+    if not intervention:
+        return "no intervention"
+    if intervention.excluded:
+        return "excluded"
+    before, after = _status(episode.baseline), _status(intervention.attempt)
+    return f"{_SHORT.get(before, before)}→{_SHORT.get(after, after)}"
+
+
+def attempts_outcome(episode: Episode) -> str:
     solved = episode.solved_at
     if solved is None:
         return "unsolved"
@@ -117,14 +131,11 @@ def browser_record(index: int, episode: Episode) -> dict:
         "outcome": outcome(episode),
         "error": clip_text(episode.error) or None,
     }
-    if episode.protocol == "monitor":
-        record.update(_monitor_view(episode))
-    else:
-        record.update(_attempts_view(episode))
+    record.update(_hook(episode, "report_view", attempts_view)(episode))
     return record
 
 
-def _monitor_view(episode: Episode) -> dict:
+def monitor_view(episode: Episode) -> dict:
     baseline = episode.baseline or Attempt(text="")
     intervention = episode.intervention
     applied = episode.applied_intervention is not None
@@ -147,7 +158,7 @@ def _monitor_view(episode: Episode) -> dict:
     }
 
 
-def _attempts_view(episode: Episode) -> dict:
+def attempts_view(episode: Episode) -> dict:
     turns: list[dict] = []
     feedback = {f.turn: f for f in episode.feedback}
     for n, attempt in enumerate(episode.attempts, 1):
