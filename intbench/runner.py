@@ -38,6 +38,7 @@ import gymnasium as gym
 from intbench.agents.backends import shared_backend
 from intbench.cache import stable_hash
 from intbench.envs.registration import protocol_of
+from intbench.protocols import PROTOCOLS, has
 from intbench.records import Episode, Problem
 from intbench.run_summary import RunSummary
 from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError, canonical_run_key
@@ -699,10 +700,11 @@ def check_replay(config: RunConfig) -> dict:
         protocols = protocol_of(config.env_id), protocol_of(saved["env_id"])
     except (KeyError, ValueError):
         protocols = None, None
-    if protocols[0] != "monitor":
-        raise ReplayError(f"only monitor runs replay interventions, not {config.env_id}")
-    if protocols[1] != "monitor":
-        raise ReplayError(f"{where} is not a monitor run ({saved['env_id']})")
+    timed = " and ".join(p.name for p in PROTOCOLS.values() if p.interventions)
+    if not has(protocols[0] or "", "interventions"):
+        raise ReplayError(f"only {timed} runs replay interventions, not {config.env_id}")
+    if not has(protocols[1] or "", "interventions"):
+        raise ReplayError(f"{where} is not a {timed} run ({saved['env_id']})")
     ours = _options_with_defaults(config.env_id, config.env_options)
     theirs = _options_with_defaults(saved["env_id"], saved.get("env_options") or {})
     if theirs["condition"] != "standard":

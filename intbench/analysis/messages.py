@@ -18,6 +18,8 @@ from typing import Any
 
 from intbench.envs.increments import cut_points
 from intbench.metrics import teacher_label
+from intbench.protocols import PROTOCOLS
+from intbench.protocols.monitor import SPEC as MONITOR
 from intbench.records import Attempt, Episode, Problem, as_episode
 from intbench.rundir import RunDir
 
@@ -133,20 +135,29 @@ def _teacher_message(
     )
 
 
-def _monitor_message(record: Episode) -> TeacherMessage | None:
+def intervention_messages(record: Episode) -> list[TeacherMessage]:
+    """The message of the episode's intervention, if it has one (a monitor message)."""
     intervention = record.intervention
     message = intervention.message if intervention else None
     if not isinstance(message, str) or not message.strip():
-        return None
+        return []
     baseline = record.baseline
     trace = (baseline.text if baseline else "") or ""
     cut = intervention.tau_abs
     prefix = trace if cut is None else trace[:cut]
     teacher = teacher_label(record.teacher)
-    return _teacher_message(record, "monitor", 0, teacher, message, baseline, prefix, trace, cut)
+    return [
+        _teacher_message(record, MONITOR.name, 0, teacher, message, baseline, prefix, trace, cut)
+    ]
 
 
-def _feedback_messages(record: Episode) -> list[TeacherMessage]:
+def no_messages(record: Episode) -> list[TeacherMessage]:
+    """Protocols whose teacher messages are not analysed (tutor dialogues)."""
+    return []
+
+
+def feedback_messages(record: Episode) -> list[TeacherMessage]:
+    """Each teacher (or self-) feedback turn with a message."""
     attempts = record.attempts
     items = []
     for entry in record.feedback:
@@ -181,10 +192,11 @@ def collect_messages(records: Iterable[Episode | dict]) -> Collected:
         if record.error:
             n_errors += 1
             continue
-        if record.protocol == "feedback":
-            messages.extend(_feedback_messages(record))
-        elif (item := _monitor_message(record)) is not None:
-            messages.append(item)
+        # records of unregistered protocols (generalization runs) hold an intervention
+        spec = PROTOCOLS.get(str(record.protocol))
+        messages.extend(
+            intervention_messages(record) if spec is None else spec.hook("teacher_messages")(record)
+        )
     return Collected(messages, n_episodes, n_errors)
 
 

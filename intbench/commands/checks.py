@@ -147,7 +147,7 @@ def check_train(config, max_steps: int | None) -> None:
     """Everything about a training run that can be checked without loading a model."""
     from pathlib import Path
 
-    from intbench.envs.registration import protocol_of
+    from intbench.protocols import PROTOCOLS, protocol_of_env_id
 
     if max_steps is not None:
         check_count("--max-steps", max_steps)
@@ -157,10 +157,13 @@ def check_train(config, max_steps: int | None) -> None:
                 raise UsageError(f"--records: no run directory at {run!r}")
         return
     check_env_id(config.env)
-    if protocol_of(config.env) not in ("monitor", "feedback"):
+    spec = protocol_of_env_id(config.env)
+    if spec.grpo is None:
+        trained = [p for p in PROTOCOLS.values() if p.grpo is not None]
+        ids = " or ".join(f"IntBench-<Domain>{p.id_suffix}" for p in trained)
         raise UsageError(
-            f"GRPO trains monitor and feedback teachers; {config.env} is a "
-            f"{protocol_of(config.env)} env (use IntBench-<Domain>-v0 or -Feedback-v0)"
+            f"GRPO trains {' and '.join(p.name for p in trained)} teachers; {config.env} is a "
+            f"{spec.name} env (use {ids})"
         )
     policy = config.model
     if policy != "smollm2":

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
 from intbench.metrics import Summary, summarize
+from intbench.protocols import PROTOCOLS, protocol_of_env_id
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
     EPISODE_TIMEOUT_S,
@@ -330,12 +331,18 @@ def failure_status(episodes: list[dict], max_rate: float | None) -> int:
     return 0
 
 
+def _runs_matrices(env: str) -> bool:
+    try:
+        return protocol_of_env_id(env).matrix
+    except ValueError:
+        return False
+
+
 def _matrix(args) -> int:
-    if not args.env.endswith("-Feedback-v0"):
-        print(
-            "error: matrix runs the feedback protocol; use an IntBench-<Domain>-Feedback-v0 id",
-            file=sys.stderr,
-        )
+    if not _runs_matrices(args.env):
+        ids = " or ".join(f"IntBench-<Domain>{p.id_suffix}" for p in PROTOCOLS.values() if p.matrix)
+        names = " or ".join(p.title for p in PROTOCOLS.values() if p.matrix)
+        print(f"error: matrix runs {names}; use an {ids} id", file=sys.stderr)
         return 2
     _tracking_options(args)
     if args.pairs < 1:

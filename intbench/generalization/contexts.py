@@ -42,6 +42,7 @@ from intbench.envs.common import STUDENT_DEFAULTS, cached_student_call, sampling
 from intbench.envs.domains.prompting import render_messages
 from intbench.generalization.variant_set import variants_by_original
 from intbench.metrics.generalization import CONTEXTS, PROTOCOL
+from intbench.protocols import PROTOCOLS, has
 from intbench.records import (
     Attempt,
     Episode,
@@ -144,8 +145,9 @@ class GeneralizationResult:
 
 def _eligible(episode: Episode, only_intervened: bool) -> str | None:
     """Why an original episode is not used, or ``None``."""
-    if episode.protocol != "monitor":
-        return f"protocol {episode.protocol!r} is not 'monitor'"
+    if not has(str(episode.protocol), "interventions"):
+        timed = " or ".join(repr(p.name) for p in PROTOCOLS.values() if p.interventions)
+        return f"protocol {episode.protocol!r} is not {timed}"
     if episode.error:
         return f"the original episode failed: {episode.error}"
     if only_intervened and applied_intervention(episode) is None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from intbench.envs.registration import protocol_of
+from intbench.protocols import protocol_of_env_id
 
 DONE = "The episode is over."
 
@@ -238,11 +238,20 @@ class TutorTools(IntBenchToolEnv):
         return "Student: " + observation["student_message"]
 
 
+def monitor_tools(make_kwargs: dict[str, Any]) -> type[IntBenchToolEnv]:
+    return OracleMonitorTools if make_kwargs.get("condition") == "oracle" else MonitorTools
+
+
+def feedback_tools(make_kwargs: dict[str, Any]) -> type[IntBenchToolEnv]:
+    return FeedbackTools
+
+
+def tutor_tools(make_kwargs: dict[str, Any]) -> type[IntBenchToolEnv]:
+    return TutorTools
+
+
 def _tools_class(env_id: str, make_kwargs: dict[str, Any]) -> type[IntBenchToolEnv]:
-    protocol = protocol_of(env_id)
-    if protocol == "monitor":
-        return OracleMonitorTools if make_kwargs.get("condition") == "oracle" else MonitorTools
-    return FeedbackTools if protocol == "feedback" else TutorTools
+    return protocol_of_env_id(env_id).hook("trl_tools")(make_kwargs)
 
 
 def environment_factory(env_id: str, **make_kwargs: Any) -> type[IntBenchToolEnv]:

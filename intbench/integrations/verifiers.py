@@ -61,6 +61,7 @@ import intbench  # noqa: F401  (registers the env ids)
 from intbench.envs.domains import registry
 from intbench.envs.registration import env_id
 from intbench.envs.wrappers import TeacherTextActions
+from intbench.protocols import get_protocol
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ class IntBenchTaskset(vf.Taskset[IntBenchTask, IntBenchConfig]):
         """A fresh env of this taskset; monitor envs read the reply text through
         :class:`TeacherTextActions` (feedback and tutor envs take text as it is)."""
         env = gym.make(self.env_id, **self.config.options)
-        return TeacherTextActions(env) if self.protocol == "monitor" else env
+        return TeacherTextActions(env) if get_protocol(self.protocol).parsed_actions else env
 
     def load(self) -> Iterator[IntBenchTask]:
         env = self.make_env()
