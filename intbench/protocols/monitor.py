@@ -9,8 +9,14 @@ from intbench.protocols.spec import ProtocolSpec, register_protocol
 
 def parse_reply(text: str, condition: str | None) -> dict:
     """A Standard reply's decision and message, or an Oracle reply's quote."""
-    from intbench.agents.parsing import parse_monitor_decision, parse_oracle_decision
+    from intbench.agents.parsing import (
+        MonitorDecision,
+        OracleDecision,
+        parse_monitor_decision,
+        parse_oracle_decision,
+    )
 
+    decision: MonitorDecision | OracleDecision
     if condition == "oracle":
         decision = parse_oracle_decision(text)
         extra = {"quote": decision.quote or "", "position": -1}
