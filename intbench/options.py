@@ -187,26 +187,6 @@ ENV_OPTION_HELP = (
 )
 
 
-def add_env_flags(parser: argparse.ArgumentParser) -> None:
-    """The env options of every protocol as flags, and ``--env-option KEY=VALUE``."""
-    group = parser.add_argument_group(
-        "env options",
-        "The gym.make options of the protocols' envs (default in brackets); an env refuses "
-        "those of other protocols.  --env-option items win over these flags.",
-    )
-    add_flags(group, protocol_options())
-    group.add_argument(
-        "--env-option", action="append", default=[], metavar="KEY=VALUE", help=ENV_OPTION_HELP
-    )
-
-
-def env_options_from(args: argparse.Namespace, max_tokens: int | None = None) -> dict[str, Any]:
-    """The env options given to a parser made with :func:`add_env_flags`: its flags, then
-    its ``--env-option`` items (which win).  A ValueError for an item without ``=``."""
-    options = {**flag_values(args, protocol_options()), **parse_items(args.env_option)}
-    return with_student_tokens(options, max_tokens)
-
-
 def with_student_tokens(options: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
     """``options`` with ``max_tokens`` (when set) as the student's generation budget."""
     if max_tokens:
@@ -224,27 +204,3 @@ def parse_items(items: Iterable[str], flag: str = "--env-option") -> dict[str, A
             raise ValueError(f"{flag} needs KEY=VALUE, got {item!r}")
         options[key] = _json_or_text(value)
     return options
-
-
-# ------------------------------------------------------------ env options
-def _load(entry_point: str) -> Any:
-    import importlib
-
-    module, _, name = entry_point.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def env_options_class(env_id: str) -> type:
-    """The options dataclass of the env that ``env_id`` builds (a gym error for an unknown id)."""
-    import gymnasium as gym
-
-    import intbench.envs  # noqa: F401  (registers the ids)
-
-    return _load(str(gym.spec(env_id).entry_point)).options_class
-
-
-def protocol_options() -> dict[str, type]:
-    """Each protocol's name -> its env's options dataclass, in registration order."""
-    from intbench.envs.registration import PROTOCOLS
-
-    return {name: _load(entry[1]).options_class for name, entry in PROTOCOLS.items()}

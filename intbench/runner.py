@@ -635,7 +635,8 @@ _SAME_RUN_FIELDS = ("env_id", "student", "source", "split", "n", "seed")
 
 def _options_with_defaults(env_id: str, options: dict) -> dict:
     """``options`` over the env's defaults, as JSON values (so saved and given ones compare)."""
-    from intbench.options import defaults, env_options_class
+    from intbench.envs.option_classes import env_options_class
+    from intbench.options import defaults
 
     values = {**defaults(env_options_class(env_id)), **gym.spec(env_id).kwargs, **options}
     return json.loads(json.dumps(values, default=str))

@@ -72,7 +72,8 @@ def check_env_options(env_id: str, options: Mapping[str, Any]) -> None:
     """Every option is one the env takes, with a value it accepts (no model is built)."""
     import gymnasium as gym
 
-    from intbench.options import check_keys, env_options_class, field_names
+    from intbench.envs.option_classes import env_options_class
+    from intbench.options import check_keys, field_names
 
     options_class = env_options_class(env_id)
     settable = [name for name in field_names(options_class) if name != "domain"]  # the id's

@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
+from intbench.commands.env_flags import add_env_flags, env_options_from
 from intbench.metrics import Summary, summarize
-from intbench.options import add_env_flags, env_options_from
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
     EPISODE_TIMEOUT_S,

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_train
-from intbench.options import add_env_flags, add_flags, env_options_from, flag_values
+from intbench.commands.env_flags import add_env_flags, env_options_from
+from intbench.options import add_flags, flag_values
 from intbench.run_summary import RunSummary
 from intbench.rundir import RunDir
 from intbench.tracking import TrackerError, check_tracker

@@ -220,7 +220,7 @@ def _check_env_option_keys(config: TrainConfig) -> None:
     """``env_options`` names options of the env (an unknown env id is left to the CLI's check)."""
     import gymnasium as gym
 
-    from intbench.options import env_options_class
+    from intbench.envs.option_classes import env_options_class
 
     try:
         options_class = env_options_class(config.env)
