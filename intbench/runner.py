@@ -19,8 +19,6 @@ run in a thread pool, so a slow episode delays only itself.
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 import itertools
 import json
 import logging
@@ -637,18 +635,11 @@ _SAME_RUN_FIELDS = ("env_id", "student", "source", "split", "n", "seed")
 
 def _options_with_defaults(env_id: str, options: dict) -> dict:
     """``options`` over the env's defaults, as JSON values (so saved and given ones compare)."""
-    import intbench.envs  # noqa: F401  (registers the ids)
+    from intbench.envs.option_classes import env_options_class
+    from intbench.options import defaults
 
-    spec = gym.spec(env_id)
-    module, _, name = str(spec.entry_point).partition(":")
-    options_class = getattr(importlib.import_module(module), name).options_class
-    defaults = {}
-    for f in dataclasses.fields(options_class):
-        if f.default is not dataclasses.MISSING:
-            defaults[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            defaults[f.name] = f.default_factory()
-    return json.loads(json.dumps({**defaults, **spec.kwargs, **options}, default=str))
+    values = {**defaults(env_options_class(env_id)), **gym.spec(env_id).kwargs, **options}
+    return json.loads(json.dumps(values, default=str))
 
 
 def _replay_keys(source: RunDir, repeats: int) -> list[str]:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from intbench.commands.eval import parse_env_option_items
+from intbench.options import ENV_OPTION_HELP, parse_items, with_student_tokens
 
 
 def add_parser(subparsers) -> None:
@@ -50,7 +50,7 @@ def add_parser(subparsers) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="any monitor env option, e.g. increment=50",
+        help=ENV_OPTION_HELP,
     )
     parser.add_argument(
         "--completion-code", default=None, help="code shown on the last page (study platforms)"
@@ -106,7 +106,7 @@ def run_serve(args: argparse.Namespace) -> int:
             trials=args.trials,
             practice=args.practice,
             seed=args.seed,
-            env_options=parse_env_option_items(args.env_option, args.max_tokens),
+            env_options=with_student_tokens(parse_items(args.env_option), args.max_tokens),
             completion_code=args.completion_code,
         )
         study = Study(config, args.out, progress=True)

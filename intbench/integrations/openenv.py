@@ -198,12 +198,12 @@ def serve(args: argparse.Namespace) -> int:
     """Build the app (2 on a bad env id or option) and serve until interrupted."""
     import uvicorn
 
-    from intbench.commands.eval import parse_env_option_items
+    from intbench.options import parse_items
 
-    options = parse_env_option_items(args.env_option)
-    if args.student is not None:
-        options["student"] = args.student
     try:
+        options = parse_items(args.env_option)
+        if args.student is not None:
+            options["student"] = args.student
         app = build_app(args.env, max_sessions=args.max_sessions, **options)
         environment_class(args.env, **options)().close()  # bad options fail now, not per session
     except (gym.error.Error, ValueError, TypeError) as exc:
