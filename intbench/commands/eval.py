@@ -8,9 +8,9 @@ import json
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
-from intbench.metrics import Summary, summarize
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
     EPISODE_TIMEOUT_S,
@@ -22,6 +22,9 @@ from intbench.runner import (
     run_eval,
 )
 from intbench.tracking import TRACKERS, EpisodeTracking, TrackerError, check_tracker, make_tracker
+
+if TYPE_CHECKING:
+    from intbench.metrics import Summary
 
 
 def _truthy(value: str) -> bool:
@@ -269,6 +272,8 @@ def _run(
             ray_address=args.ray,
             **options,
         )
+        from intbench.metrics import summarize  # imported while the first requests wait
+
         summary = summarize(result.episodes)
         tracker.log_tables(summary.tables)
     except (ConfigMismatchError, RunLockedError, ReplayError) as exc:
@@ -363,6 +368,8 @@ def _matrix(args) -> int:
     if any(v is None for v in runs.values()):
         return 2
     episodes = [e for run_episodes, _ in runs.values() for e in run_episodes]
+    from intbench.metrics import summarize
+
     print(summarize(episodes).to_text())
     return failure_status(episodes, args.max_failure_rate)
 
