@@ -253,7 +253,17 @@ def report(runs: dict, args, commit: str) -> list[str]:
     lines.append(
         "- The released code's concurrency is its number of Ray episode workers "
         "(`--use-distributed --num-eval-workers`), each a process of its own; "
-        f"{args.released_workers} is the setting measured here."
+        f"{args.released_workers} is the setting measured here: at "
+        f"{statistics.median(r['episode_cpu_ms'] for r in theirs_many):.0f} ms of CPU per "
+        f"episode, {os.cpu_count()} idle cores would cap it at "
+        f"{os.cpu_count() * 1000 / statistics.median(r['episode_cpu_ms'] for r in theirs_many):.1f} "
+        "episodes/s whatever the number of workers."
+    )
+    lines.append(
+        "- CPU of the whole command counts the processes it waited for; the released code's "
+        "Ray processes (GCS, raylet, workers) are not among them, so its whole-command "
+        "figure leaves them out. The episodes-only figures sample the live process tree and "
+        "include them."
     )
     return lines
 
