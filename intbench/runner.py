@@ -19,6 +19,7 @@ run in a thread pool, so a slow episode delays only itself.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import logging
@@ -161,8 +162,13 @@ def _run_locked(
     # no config.json behind, so the corrected command is not refused.
     first = _make_env(config)
     problems = first.problems
-    if workers == 1 and ray_address is None and problems:
-        _size_grader(problems[0].domain, concurrency)
+    grader_here = workers == 1 and ray_address is None and bool(problems)
+
+    def warm() -> None:
+        if grader_here:
+            _size_grader(problems[0].domain, concurrency)
+        importlib.import_module("intbench.metrics.summary")  # the end-of-run summary's
+
     teacher = _make_teacher(config, first, problems)
     run_dir.save_config(config.to_dict())
     run_dir.save_problems(problems)
@@ -234,6 +240,7 @@ def _run_locked(
                     episode_timeout_s,
                     keep,
                     bar,
+                    warm,
                 )
         summary.finished = True
     finally:
@@ -285,14 +292,17 @@ def _play(
     episode_timeout_s: float | None,
     keep: Callable[[Episode], None],
     bar=None,
+    warm: Callable[[], None] | None = None,
 ) -> None:
     """Play the episodes ``todo`` (run keys), up to ``concurrency`` at once, handing each
     finished record to ``keep``.  ``first`` is an env of the run; the others are made
-    when their slot first gets an episode, so setup does not grow with concurrency."""
+    when their slot first gets an episode, so setup does not grow with concurrency.
+    ``warm`` runs in a thread once the first requests are sent: work the run needs only
+    later, done while they wait rather than before them."""
     todo = list(todo)
     envs = [first] + [None] * (max(1, concurrency) - 1)
     scheduler = Scheduler(
-        first.executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar)
+        first.executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar, warm)
     )
     key_in_slot: dict[int, str] = {}
 
@@ -595,13 +605,18 @@ def _progress_bar(total: int, done: int, enabled: bool):
     return tqdm(total=total, initial=done, unit="episode", dynamic_ncols=True, disable=False)
 
 
-def _batch_note(bar):
-    """Says on the progress bar what the model is generating, so a long first batch shows."""
-    if bar is None:
+def _batch_note(bar, warm: Callable[[], None] | None = None):
+    """Says on the progress bar what the model is generating, so a long first batch shows;
+    starts ``warm`` in a thread at the first batch."""
+    if bar is None and warm is None:
         return None
+    pending = [warm] if warm is not None else []
 
     def note(role: str, n: int) -> None:
-        bar.set_description_str(f"{role}: generating {n} in one batch", refresh=True)
+        if pending:
+            threading.Thread(target=pending.pop(), name="intbench-warm", daemon=True).start()
+        if bar is not None:
+            bar.set_description_str(f"{role}: generating {n} in one batch", refresh=True)
 
     return note
 

@@ -7,10 +7,10 @@ import importlib.util
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
 from intbench.commands.env_flags import add_env_flags, env_options_from
-from intbench.metrics import Summary, summarize
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
     EPISODE_TIMEOUT_S,
@@ -22,6 +22,9 @@ from intbench.runner import (
     run_eval,
 )
 from intbench.tracking import TRACKERS, EpisodeTracking, TrackerError, check_tracker, make_tracker
+
+if TYPE_CHECKING:
+    from intbench.metrics import Summary
 
 
 def add_parser(subparsers) -> None:
@@ -207,6 +210,8 @@ def _run(
             ray_address=args.ray,
             **options,
         )
+        from intbench.metrics import summarize  # imported while the first requests wait
+
         summary = summarize(result.episodes)
         tracker.log_tables(summary.tables)
     except (ConfigMismatchError, RunLockedError, ReplayError) as exc:
@@ -301,6 +306,8 @@ def _matrix(args) -> int:
     if any(v is None for v in runs.values()):
         return 2
     episodes = [e for run_episodes, _ in runs.values() for e in run_episodes]
+    from intbench.metrics import summarize
+
     print(summarize(episodes).to_text())
     return failure_status(episodes, args.max_failure_rate)
 
