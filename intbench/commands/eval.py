@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import threading
 from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
+from intbench.extras import MissingExtra, require
 from intbench.metrics import Summary, summarize
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
@@ -239,12 +239,12 @@ def _tracking_options(args) -> dict:
     check_failure_rate(args.max_failure_rate)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
-    if args.ray is not None and importlib.util.find_spec("ray") is None:
-        raise UsageError("--ray needs Ray: pip install 'intbench[ray]'")
     try:
+        if args.ray is not None:
+            require("ray", "ray", "--ray")
         check_tracker(args.report_to)
         return {"prices": parse_prices(args.price)}
-    except (PriceError, TrackerError) as exc:
+    except (MissingExtra, PriceError, TrackerError) as exc:
         raise UsageError(str(exc)) from None
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_train
+from intbench.extras import TRAIN_MODULES, require
 from intbench.run_summary import RunSummary
 from intbench.rundir import RunDir
 from intbench.tracking import TrackerError, check_tracker
@@ -77,6 +78,7 @@ def add_parser(subparsers) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
+    require("train", TRAIN_MODULES, "intbench train")
     from intbench.training.config import load_config
     from intbench.training.trainer import train
 
