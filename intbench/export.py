@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from intbench.envs.option_classes import protocol_options
+from intbench.extras import require
 from intbench.metrics import BOOTSTRAP_SAMPLES, summarize
 from intbench.options import option_help
 from intbench.records import Episode
@@ -226,6 +227,7 @@ def check_hub(repo: str) -> None:
     Raises:
         ExportInputError: naming the fix (the repo name, ``hf auth login``, HF_HUB_OFFLINE).
     """
+    require("datasets", "huggingface_hub", "--push-to-hub")
     from huggingface_hub import constants, get_token
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
@@ -593,6 +595,7 @@ def export_runs(
     ``samples`` is the number of bootstrap resamples behind the cards' CIs;
     ``repo`` names the hub repo in the card's loading example.
     """
+    require("datasets", "datasets", "exporting runs")
     import datasets
 
     from intbench.analysis.saved_tables import saved_analysis_tables

@@ -37,6 +37,7 @@ import gymnasium as gym
 from intbench.agents.backends import shared_backend
 from intbench.cache import stable_hash
 from intbench.envs.registration import protocol_of
+from intbench.extras import require
 from intbench.records import Episode, Problem
 from intbench.run_summary import RunSummary
 from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError, canonical_run_key
@@ -423,10 +424,9 @@ def connect_ray(address: str):
     """Connect this process to Ray (``"local"``: a local instance), once; the ``ray``
     module.  Call it from the main thread before starting threads that run with
     ``ray_address`` (as ``intbench matrix`` does), so Ray can set its signal handlers."""
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError("--ray needs Ray: pip install 'intbench[ray]'") from None
+    require("ray", "ray", "--ray")
+    import ray
+
     with _RAY_CONNECTING:
         if not ray.is_initialized():
             _check_reachable(address)

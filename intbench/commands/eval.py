@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import threading
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
 from intbench.commands.env_flags import add_env_flags, env_options_from
+from intbench.extras import MissingExtra, require
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
     EPISODE_TIMEOUT_S,
@@ -180,12 +180,12 @@ def _tracking_options(args) -> dict:
     check_failure_rate(args.max_failure_rate)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
-    if args.ray is not None and importlib.util.find_spec("ray") is None:
-        raise UsageError("--ray needs Ray: pip install 'intbench[ray]'")
     try:
+        if args.ray is not None:
+            require("ray", "ray", "--ray")
         check_tracker(args.report_to)
         return {"prices": parse_prices(args.price)}
-    except (PriceError, TrackerError) as exc:
+    except (MissingExtra, PriceError, TrackerError) as exc:
         raise UsageError(str(exc)) from None
 
 

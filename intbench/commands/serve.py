@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from intbench.extras import require
 from intbench.options import ENV_OPTION_HELP, parse_items, with_student_tokens
 
 
@@ -71,13 +72,8 @@ def add_parser(subparsers) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Load the problems, warm the student cache, and serve until interrupted; 2 on bad settings."""
-    try:
-        from intbench.human.app import create_app, serve
-    except ImportError as exc:
-        print(
-            f"error: {exc}; install the web extra: pip install 'intbench[human]'", file=sys.stderr
-        )
-        return 2
+    require("human", ("flask", "waitress"), "intbench serve")
+    from intbench.human.app import create_app, serve
     from intbench.human.security import new_token, origin_of
 
     if args.public_url is not None and origin_of(args.public_url) is None:

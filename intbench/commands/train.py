@@ -9,6 +9,7 @@ from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_train
 from intbench.commands.env_flags import add_env_flags, env_options_from
+from intbench.extras import TRAIN_MODULES, require
 from intbench.options import add_flags, flag_values
 from intbench.run_summary import RunSummary
 from intbench.rundir import RunDir
@@ -52,6 +53,7 @@ def add_parser(subparsers) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
+    require("train", TRAIN_MODULES, "intbench train")
     from intbench.training.config import load_config
     from intbench.training.trainer import train
 
