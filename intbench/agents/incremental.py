@@ -333,14 +333,7 @@ def decide_batch(
     if len(deciders) > 1 and not all(can_merge(d._cache) for d in deciders):
         return [decide_batch([d], [p])[0] for d, p in zip(deciders, prompts, strict=True)]
     start = time.perf_counter()
-    ids, keeps = [], []
-    for decider, messages in zip(deciders, prompts, strict=True):
-        prompt = _prompt_ids(decider.tokenizer, messages, decider.decision_prefix, decider.render)
-        # Keep at least one token to run so the model yields the decision logits.
-        keep = min(_common_prefix_length(decider._cached_ids, prompt), len(prompt) - 1)
-        decider._truncate_cache(keep)
-        ids.append(prompt)
-        keeps.append(keep)
+    ids, keeps = _reuse_prefixes(deciders, prompts)
     merged = MergedCache(first.model, [d._cache for d in deciders], keeps, first._cache_kw)
     logits = merged.forward([p[k:] for p, k in zip(ids, keeps, strict=True)]).float().cpu()
     for row, decider in enumerate(deciders):
@@ -354,15 +347,10 @@ def decide_batch(
     for row, decider in enumerate(deciders):
         intervene, p_yes = decisions[row]
         message_ids = generated.get(row, [])  # generated for every intervening row
-        if intervene:
-            body = decider.tokenizer.decode(message_ids, skip_special_tokens=True)
-            text = decider.decision_prefix + decider.yes + body
-        else:
-            text = decider.decision_prefix + decider.no
         result = DecisionResult(
             intervene=intervene,
             p_intervene=p_yes,
-            text=text,
+            text=_decision_text(decider, intervene, message_ids),
             prompt_tokens=len(ids[row]),
             prefilled_tokens=len(ids[row]) - keeps[row],
             generated_tokens=1 + len(message_ids) if intervene else 0,
@@ -372,6 +360,28 @@ def decide_batch(
         decider.stats.count(result)
         results.append(_apply_parsed_output(result) if intervene else result)
     return results
+
+
+def _reuse_prefixes(
+    deciders: Sequence[KVCacheDecider], prompts: Sequence[Conversation]
+) -> tuple[list[list[int]], list[int]]:
+    """Each prompt's token ids and how many of them its decider's cache keeps (cut to that)."""
+    ids, keeps = [], []
+    for decider, messages in zip(deciders, prompts, strict=True):
+        prompt = _prompt_ids(decider.tokenizer, messages, decider.decision_prefix, decider.render)
+        # Keep at least one token to run so the model yields the decision logits.
+        keep = min(_common_prefix_length(decider._cached_ids, prompt), len(prompt) - 1)
+        decider._truncate_cache(keep)
+        ids.append(prompt)
+        keeps.append(keep)
+    return ids, keeps
+
+
+def _decision_text(decider: KVCacheDecider, intervene: bool, message_ids: list[int]) -> str:
+    if intervene:
+        body = decider.tokenizer.decode(message_ids, skip_special_tokens=True)
+        return decider.decision_prefix + decider.yes + body
+    return decider.decision_prefix + decider.no
 
 
 def _generate_messages(
