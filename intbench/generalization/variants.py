@@ -358,8 +358,6 @@ class VariantPipeline:
         skills = [labels[i][0].skill for i in labelled]
         taxonomy, cluster_reply = self.clusterer.cluster(skills, domain)
         named = {c["name"]: c for c in taxonomy.categories if c["name"] != UNCATEGORIZED}
-        # The categories as the generator and validator see them: name and description.
-        shown = [{"name": c["name"], "description": c["description"]} for c in named.values()]
         target = _targets(labelled, labels, taxonomy, named, log)
         generated = self.generator.generate(
             [problems[i] for i in labelled],
@@ -374,7 +372,7 @@ class VariantPipeline:
                 for i, _, v in pending
             ],
             [target[i] for i, _, _ in pending],
-            shown,
+            _shown(named),
         )
         kept = _judge(problems, pending, validations, log)
         chosen = sample_per_original(kept, self.seed) if self.keep == "one" else list(kept)
@@ -468,6 +466,11 @@ def _targets(
             {"name": category["name"], "description": category["description"]} if category else None
         )
     return target
+
+
+def _shown(named: dict[str, dict]) -> list[dict]:
+    """The categories as the generator and validator see them: name and description."""
+    return [{"name": c["name"], "description": c["description"]} for c in named.values()]
 
 
 def _judge(
