@@ -1,8 +1,9 @@
 """Functions of ``intbench/`` above a cyclomatic complexity of 15, worst first.
 
-Uses radon's McCabe count (``pip install radon``; not a dependency of the
+Uses radon's McCabe count (in the ``dev`` extra; not a dependency of the
 package).  Prints a Markdown table and the count; the results file keeps the
 last one, so a change that adds a complex function shows in its diff.
+``tests/test_complexity.py`` fails on any function above 15 not on its list.
 
     python benchmarks/complexity.py [--limit 15] > benchmarks/results/complexity.md
 """

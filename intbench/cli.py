@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 from intbench.agents.backends.loading import SPEC_GRAMMAR
 from intbench.commands.checks import UsageError
+from intbench.extras import MissingExtra
 from intbench.rundir import RunWriteError
 
 # module path -> provides add_parser(subparsers)
@@ -155,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     try:
         return int(args.func(args) or 0)
-    except UsageError as exc:
+    except (UsageError, MissingExtra) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RunWriteError as exc:

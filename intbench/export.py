@@ -34,6 +34,7 @@ metric tables ``intbench report`` writes, and the papers to cite.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -43,7 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from intbench.envs.option_classes import protocol_options
+from intbench.extras import require
 from intbench.metrics import BOOTSTRAP_SAMPLES, summarize
+from intbench.options import option_help
 from intbench.protocols import PROTOCOLS
 from intbench.records import Episode
 from intbench.rundir import EPISODES_FILE, RunDir
@@ -67,6 +71,20 @@ PAPERS = [
     ("When Models Know More Than They Can Explain", "KITE: the tutor protocol", {"tutor"}),
 ]
 
+
+def _option_columns() -> dict[str, tuple[str, str, str]]:
+    """The env options that are columns (``option(column=...)``): name -> (protocol, type,
+    help), in protocol and field order; each row reads them from its episode's config."""
+    return {
+        f.name: (protocol, f.metadata["column"], option_help(f))
+        for protocol, cls in protocol_options().items()
+        for f in dataclasses.fields(cls)
+        if f.metadata.get("column")
+    }
+
+
+OPTION_COLUMNS = _option_columns()
+
 COLUMNS: dict[str, tuple[str, str]] = {
     "run": ("string", "the run the episode comes from (its directory)"),
     "env_id": ("string", "the run's Gymnasium env id (from its config.json)"),
@@ -81,14 +99,10 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "monitor: standard or oracle; feedback: the mode (teacher, self_refine, "
         "self_feedback); tutor: ideation, solo or calibration; generalization: the context",
     ),
-    "teacher_prompt": ("string", "monitor: the teacher prompt variant"),
-    "post": ("string", "monitor: continue or stop after the intervention"),
-    "increment": ("string", "monitor: the reveal unit"),
-    "teacher_access": ("bool", "monitor: whether the teacher saw the reference"),
-    "k_max": ("int64", "feedback: attempts allowed (K)"),
-    "history": ("int64", "feedback: earlier turns the teacher sees"),
-    "teacher_reference": ("string", "feedback: what reference the teacher saw"),
-    "execution_context": ("string", "feedback: what verifier output the student saw"),
+    **{
+        name: (kind, f"{protocol}: {text}")
+        for name, (protocol, kind, text) in OPTION_COLUMNS.items()
+    },
     "seed": ("int64", "the episode's seed"),
     "repeat": ("int64", "the repeat of the problem within the run"),
     "episode_id": ("string", "the episode's id"),
@@ -214,6 +228,7 @@ def check_hub(repo: str) -> None:
     Raises:
         ExportInputError: naming the fix (the repo name, ``hf auth login``, HF_HUB_OFFLINE).
     """
+    require("datasets", "huggingface_hub", "--push-to-hub")
     from huggingface_hub import constants, get_token
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
@@ -276,6 +291,10 @@ def _bool(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
+_READ = {"string": _text, "int64": _int, "bool": _bool}
+"""An option column's type -> how a row reads the value from the episode's config."""
+
+
 def final_correct(episode: Episode) -> bool | None:
     """Whether the episode ended correct (the env's ``success``, read from the record).
 
@@ -306,12 +325,8 @@ def _attempts_columns(episode: Episode) -> dict:
 
 def monitor_columns(episode: Episode) -> dict:
     """The columns only monitor episodes fill."""
-    config, intervention = episode.config, episode.intervention
+    intervention = episode.intervention
     return {
-        "teacher_prompt": _text(config.get("teacher_prompt")),
-        "post": _text(config.get("post")),
-        "increment": _text(config.get("increment")),
-        "teacher_access": _bool(config.get("teacher_access")),
         "intervened": intervention is not None,
         "intervention_applied": episode.applied_intervention is not None,
         "leaked": bool(intervention and intervention.leaked),
@@ -326,9 +341,6 @@ def feedback_columns(episode: Episode) -> dict:
     return {
         **_attempts_columns(episode),
         "k_max": k_max,
-        "history": _int(config.get("history")),
-        "teacher_reference": _text(config.get("teacher_reference")),
-        "execution_context": _text(config.get("execution_context")),
         "solved_by_attempt": [solved is not None and solved <= k for k in range(1, k_max + 1)],
         "feedback_turns": sum(1 for f in episode.feedback if f.message),
         "leaked": any(f.leaked for f in episode.feedback if f.message),
@@ -365,6 +377,11 @@ def episode_row(episode: Episode, run: str, env_id: str | None = None) -> dict:
             "teacher": episode.teacher,
             "judge": episode.judge,
             "condition": episode.condition,
+            **{
+                name: _READ[kind](episode.config.get(name))
+                for name, (owner, kind, _) in OPTION_COLUMNS.items()
+                if owner == episode.protocol
+            },
             "seed": _int(episode.seed),
             "repeat": _int(episode.metadata.get("repeat")),
             "episode_id": episode.episode_id,
@@ -612,6 +629,7 @@ def export_runs(
     ``samples`` is the number of bootstrap resamples behind the cards' CIs;
     ``repo`` names the hub repo in the card's loading example.
     """
+    require("datasets", "datasets", "exporting runs")
     import datasets
 
     from intbench.analysis.saved_tables import saved_analysis_tables

@@ -19,7 +19,6 @@ run in a thread pool, so a slow episode delays only itself.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import itertools
 import json
@@ -38,6 +37,7 @@ import gymnasium as gym
 from intbench.agents.backends import shared_backend
 from intbench.cache import stable_hash
 from intbench.envs.registration import protocol_of
+from intbench.extras import require
 from intbench.protocols import PROTOCOLS, has
 from intbench.records import Episode, Problem
 from intbench.run_summary import RunSummary
@@ -164,8 +164,13 @@ def _run_locked(
     # no config.json behind, so the corrected command is not refused.
     first = _make_env(config)
     problems = first.problems
-    if workers == 1 and ray_address is None and problems:
-        _size_grader(problems[0].domain, concurrency)
+    grader_here = workers == 1 and ray_address is None and bool(problems)
+
+    def warm() -> None:
+        if grader_here:
+            _size_grader(problems[0].domain, concurrency)
+        importlib.import_module("intbench.metrics.summary")  # the end-of-run summary's
+
     teacher = _make_teacher(config, first, problems)
     run_dir.save_config(config.to_dict())
     run_dir.save_problems(problems)
@@ -237,6 +242,7 @@ def _run_locked(
                     episode_timeout_s,
                     keep,
                     bar,
+                    warm,
                 )
         summary.finished = True
     finally:
@@ -288,14 +294,17 @@ def _play(
     episode_timeout_s: float | None,
     keep: Callable[[Episode], None],
     bar=None,
+    warm: Callable[[], None] | None = None,
 ) -> None:
     """Play the episodes ``todo`` (run keys), up to ``concurrency`` at once, handing each
     finished record to ``keep``.  ``first`` is an env of the run; the others are made
-    when their slot first gets an episode, so setup does not grow with concurrency."""
+    when their slot first gets an episode, so setup does not grow with concurrency.
+    ``warm`` runs in a thread once the first requests are sent: work the run needs only
+    later, done while they wait rather than before them."""
     todo = list(todo)
     envs = [first] + [None] * (max(1, concurrency) - 1)
     scheduler = Scheduler(
-        first.executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar)
+        first.executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar, warm)
     )
     key_in_slot: dict[int, str] = {}
 
@@ -416,10 +425,9 @@ def connect_ray(address: str):
     """Connect this process to Ray (``"local"``: a local instance), once; the ``ray``
     module.  Call it from the main thread before starting threads that run with
     ``ray_address`` (as ``intbench matrix`` does), so Ray can set its signal handlers."""
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError("--ray needs Ray: pip install 'intbench[ray]'") from None
+    require("ray", "ray", "--ray")
+    import ray
+
     with _RAY_CONNECTING:
         if not ray.is_initialized():
             _check_reachable(address)
@@ -598,13 +606,18 @@ def _progress_bar(total: int, done: int, enabled: bool):
     return tqdm(total=total, initial=done, unit="episode", dynamic_ncols=True, disable=False)
 
 
-def _batch_note(bar):
-    """Says on the progress bar what the model is generating, so a long first batch shows."""
-    if bar is None:
+def _batch_note(bar, warm: Callable[[], None] | None = None):
+    """Says on the progress bar what the model is generating, so a long first batch shows;
+    starts ``warm`` in a thread at the first batch."""
+    if bar is None and warm is None:
         return None
+    pending = [warm] if warm is not None else []
 
     def note(role: str, n: int) -> None:
-        bar.set_description_str(f"{role}: generating {n} in one batch", refresh=True)
+        if pending:
+            threading.Thread(target=pending.pop(), name="intbench-warm", daemon=True).start()
+        if bar is not None:
+            bar.set_description_str(f"{role}: generating {n} in one batch", refresh=True)
 
     return note
 
@@ -638,18 +651,11 @@ _SAME_RUN_FIELDS = ("env_id", "student", "source", "split", "n", "seed")
 
 def _options_with_defaults(env_id: str, options: dict) -> dict:
     """``options`` over the env's defaults, as JSON values (so saved and given ones compare)."""
-    import intbench.envs  # noqa: F401  (registers the ids)
+    from intbench.envs.option_classes import env_options_class
+    from intbench.options import defaults
 
-    spec = gym.spec(env_id)
-    module, _, name = str(spec.entry_point).partition(":")
-    options_class = getattr(importlib.import_module(module), name).options_class
-    defaults = {}
-    for f in dataclasses.fields(options_class):
-        if f.default is not dataclasses.MISSING:
-            defaults[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            defaults[f.name] = f.default_factory()
-    return json.loads(json.dumps({**defaults, **spec.kwargs, **options}, default=str))
+    values = {**defaults(env_options_class(env_id)), **gym.spec(env_id).kwargs, **options}
+    return json.loads(json.dumps(values, default=str))
 
 
 def _replay_keys(source: RunDir, repeats: int) -> list[str]:

@@ -4,8 +4,9 @@ The names are TRL's ``report_to`` values, and ``intbench train`` passes its
 choice to TRL unchanged.  An eval run logs its configuration at the start,
 running counts as episodes finish (episodes done and failed, the running
 mean reward), and the final metric tables at the end.  Each tracker is an
-optional extra (``pip install intbench[tracking]``); asking for one that is not
-installed is a one-line error before any work.
+optional extra named after it (``pip install "intbench[wandb]"``; ``tracking``
+installs all three); asking for one that is not installed is a one-line error
+before any work.
 
 A tracker starts on the first thing logged (the first finished episode, or the
 final tables), so a run that stops before it leaves no tracker files and no
@@ -18,14 +19,17 @@ others itself (``WANDB_ENTITY``, ``WANDB_MODE``, ``WANDB_TAGS``, ...).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from intbench.extras import MissingExtra, require
+
 TRACKERS = ("none", "tensorboard", "wandb", "trackio")
-_MODULES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}
+# Each tracker's extra (named after it) and the modules it imports; TensorBoard
+# writes through torch's SummaryWriter.
+_MODULES = {"tensorboard": ("tensorboard", "torch"), "wandb": ("wandb",), "trackio": ("trackio",)}
 
 
 class TrackerError(ValueError):
@@ -36,12 +40,10 @@ def check_tracker(name: str) -> None:
     """Fail fast: an unknown tracker, or one whose package is missing."""
     if name not in TRACKERS:
         raise TrackerError(f"--report-to must be one of {', '.join(TRACKERS)}, got {name!r}")
-    module = _MODULES.get(name)
-    if module and importlib.util.find_spec(module) is None:
-        raise TrackerError(
-            f"--report-to {name} needs the {module} package: pip install {module} "
-            "(or pip install 'intbench[tracking]')"
-        )
+    try:
+        require(name, _MODULES.get(name, ()), f"--report-to {name}")
+    except MissingExtra as exc:
+        raise TrackerError(str(exc)) from None
 
 
 class Tracker:

@@ -63,9 +63,9 @@ def test_a_feedback_run_gives_its_model_teacher_the_envs_sampling(tmp_path, monk
 
 
 def test_the_cli_cap_overrides_the_student_limit():
-    from intbench.commands.eval import parse_env_option_items
+    from intbench.options import with_student_tokens
 
-    options = parse_env_option_items([], max_tokens=192)
+    options = with_student_tokens({}, max_tokens=192)
     env = gym.make("IntBench-Math-v0", student=STUDENT, n=2, **options).unwrapped
     assert env.student_sampling.max_tokens == 192
 

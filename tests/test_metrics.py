@@ -179,3 +179,29 @@ def test_bootstrap_resamples_problems_not_episodes():
     groups = {str(i): [{"x": float(i % 2)}] for i in range(40)}
     est = metrics.bootstrap(groups, lambda es: sum(e["x"] for e in es) / len(es), samples=500)
     assert est.low < 0.5 < est.high and est.n == 40
+
+
+def test_metrics_names_load_on_first_access():
+    """``import intbench.metrics`` loads none of its modules (a run's setup needs no
+    metric); each exported name loads its module when first read, and the names that
+    type checkers and the API docs see are the ones served, from the same modules."""
+    import ast
+    import importlib
+    import subprocess
+    import sys
+
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, intbench.metrics; print(sorted(n for n in "
+         "sys.modules if n.startswith('intbench.metrics.')))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert loaded == "[]"
+    tree = ast.parse(open(metrics.__file__, encoding="utf-8").read())
+    checked = next(node for node in tree.body if isinstance(node, ast.If))
+    declared = {
+        alias.name: statement.module for statement in checked.body for alias in statement.names
+    }
+    assert declared == metrics._SOURCES
+    assert set(declared) == set(metrics.__all__)
+    for name, module in declared.items():
+        assert getattr(metrics, name) is getattr(importlib.import_module(module), name)

@@ -127,14 +127,17 @@ def test_a_killed_ray_run_resumes_without_duplicates(tmp_path):
     assert len(load_run(out)) == 24
 
 
-def test_ray_without_the_extra_is_a_one_line_error(tmp_path, monkeypatch):
-    import intbench.commands.eval as eval_command
+def test_ray_without_the_extra_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    import intbench.extras as extras
 
-    monkeypatch.setattr(eval_command.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name: None)
     from intbench.cli import main
 
     command = ["eval", "--env", "IntBench-Math-v0", "--teacher", "never", "--ray", "--out"]
     assert main([*command, str(tmp_path / "run")]) == 2
+    assert (
+        capsys.readouterr().err == 'error: --ray needs the ray extra: pip install "intbench[ray]"\n'
+    )
     assert not (tmp_path / "run" / "config.json").exists()
 
 

@@ -140,9 +140,25 @@ def test_none_logs_nothing_and_typos_fail_fast(tmp_path):
         check_tracker("tensorbord")
 
 
-def test_a_missing_package_is_named(monkeypatch):
-    import intbench.tracking as tracking
+def test_a_missing_package_names_its_extra(monkeypatch):
+    import intbench.extras as extras
 
-    monkeypatch.setattr(tracking.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(TrackerError, match="pip install trackio"):
+    monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(
+        TrackerError, match=r'trackio needs the trackio extra: pip install "intbench\[trackio\]"'
+    ):
         check_tracker("trackio")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorboard") is None, reason="needs tensorboard (intbench[tracking])"
+)
+def test_tensorboard_needs_torch_too(monkeypatch):
+    import intbench.extras as extras
+
+    real = extras.importlib.util.find_spec
+    monkeypatch.setattr(
+        extras.importlib.util, "find_spec", lambda name: None if name == "torch" else real(name)
+    )
+    with pytest.raises(TrackerError, match=r"intbench\[tensorboard\]"):
+        check_tracker("tensorboard")

@@ -323,24 +323,14 @@ def decide_batch(
     depend on which others share its batch.  Times in the results are the
     batch's.  Models whose cache cannot be merged run one episode at a time.
     """
-    if len(deciders) != len(prompts):
-        raise ValueError(f"{len(deciders)} deciders for {len(prompts)} prompts")
+    _check_batch(deciders, prompts)
     if not deciders:
         return []
     first = deciders[0]
-    if any(d.model is not first.model for d in deciders):
-        raise ValueError("a batch of decisions needs one model")
     if len(deciders) > 1 and not all(can_merge(d._cache) for d in deciders):
         return [decide_batch([d], [p])[0] for d, p in zip(deciders, prompts, strict=True)]
     start = time.perf_counter()
-    ids, keeps = [], []
-    for decider, messages in zip(deciders, prompts, strict=True):
-        prompt = _prompt_ids(decider.tokenizer, messages, decider.decision_prefix, decider.render)
-        # Keep at least one token to run so the model yields the decision logits.
-        keep = min(_common_prefix_length(decider._cached_ids, prompt), len(prompt) - 1)
-        decider._truncate_cache(keep)
-        ids.append(prompt)
-        keeps.append(keep)
+    ids, keeps = _reuse_prefixes(deciders, prompts)
     merged = MergedCache(first.model, [d._cache for d in deciders], keeps, first._cache_kw)
     logits = merged.forward([p[k:] for p, k in zip(ids, keeps, strict=True)]).float().cpu()
     for row, decider in enumerate(deciders):
@@ -350,28 +340,73 @@ def decide_batch(
     yes = [row for row, (intervene, _) in enumerate(decisions) if intervene]
     generated = _generate_messages([deciders[row] for row in yes], merged, yes)
     seconds = time.perf_counter() - start
-    results = []
-    for row, decider in enumerate(deciders):
-        intervene, p_yes = decisions[row]
-        message_ids = generated.get(row, [])  # generated for every intervening row
-        if intervene:
-            body = decider.tokenizer.decode(message_ids, skip_special_tokens=True)
-            text = decider.decision_prefix + decider.yes + body
-        else:
-            text = decider.decision_prefix + decider.no
-        result = DecisionResult(
-            intervene=intervene,
-            p_intervene=p_yes,
-            text=text,
-            prompt_tokens=len(ids[row]),
-            prefilled_tokens=len(ids[row]) - keeps[row],
-            generated_tokens=1 + len(message_ids) if intervene else 0,
-            seconds=seconds,
-            details={"reused_tokens": keeps[row], "decision_seconds": decision_seconds},
+    return [
+        _result(
+            decider,
+            decisions[row],
+            generated.get(row, []),
+            len(ids[row]),
+            keeps[row],
+            seconds,
+            decision_seconds,
         )
-        decider.stats.count(result)
-        results.append(_apply_parsed_output(result) if intervene else result)
-    return results
+        for row, decider in enumerate(deciders)
+    ]
+
+
+def _result(
+    decider: KVCacheDecider,
+    decision: tuple[bool, float],
+    message_ids: list[int],
+    prompt_tokens: int,
+    keep: int,
+    seconds: float,
+    decision_seconds: float,
+) -> DecisionResult:
+    """One episode's result, counted in its decider's stats; ``message_ids`` is empty unless
+    it intervenes."""
+    intervene, p_yes = decision
+    result = DecisionResult(
+        intervene=intervene,
+        p_intervene=p_yes,
+        text=_decision_text(decider, intervene, message_ids),
+        prompt_tokens=prompt_tokens,
+        prefilled_tokens=prompt_tokens - keep,
+        generated_tokens=1 + len(message_ids) if intervene else 0,
+        seconds=seconds,
+        details={"reused_tokens": keep, "decision_seconds": decision_seconds},
+    )
+    decider.stats.count(result)
+    return _apply_parsed_output(result) if intervene else result
+
+
+def _check_batch(deciders: Sequence[KVCacheDecider], prompts: Sequence[Conversation]) -> None:
+    if len(deciders) != len(prompts):
+        raise ValueError(f"{len(deciders)} deciders for {len(prompts)} prompts")
+    if any(d.model is not deciders[0].model for d in deciders):
+        raise ValueError("a batch of decisions needs one model")
+
+
+def _reuse_prefixes(
+    deciders: Sequence[KVCacheDecider], prompts: Sequence[Conversation]
+) -> tuple[list[list[int]], list[int]]:
+    """Each prompt's token ids and how many of them its decider's cache keeps (cut to that)."""
+    ids, keeps = [], []
+    for decider, messages in zip(deciders, prompts, strict=True):
+        prompt = _prompt_ids(decider.tokenizer, messages, decider.decision_prefix, decider.render)
+        # Keep at least one token to run so the model yields the decision logits.
+        keep = min(_common_prefix_length(decider._cached_ids, prompt), len(prompt) - 1)
+        decider._truncate_cache(keep)
+        ids.append(prompt)
+        keeps.append(keep)
+    return ids, keeps
+
+
+def _decision_text(decider: KVCacheDecider, intervene: bool, message_ids: list[int]) -> str:
+    if intervene:
+        body = decider.tokenizer.decode(message_ids, skip_special_tokens=True)
+        return decider.decision_prefix + decider.yes + body
+    return decider.decision_prefix + decider.no
 
 
 def _generate_messages(

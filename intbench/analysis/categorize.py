@@ -349,6 +349,17 @@ def categorize_messages(
         raise ValueError(f"max_labels must be at least 1, got {max_labels}")
     given = validate_taxonomies(taxonomy) if taxonomy is not None else {}
     items = list(messages)
+    rows = _empty_rows(items, problems)
+    known = [(row, item, problems[item.problem_id]) for row, item in zip(rows, items, strict=True)
+             if item.problem_id in problems]  # fmt: skip
+    _label_reasons(known, judge)
+    taxonomies, labels, outputs = _taxonomies(rows, known, given, judge, max_labels)
+    _relabel(known, taxonomies, judge)
+    return Categorization(rows, taxonomies, labels, outputs)
+
+
+def _empty_rows(items: list[TeacherMessage], problems: Mapping[str, Problem]) -> list[dict]:
+    """A row per message with its identity and detector verdict, every stage's field unset."""
     rows = []
     for item in items:
         problem = problems.get(item.problem_id)
@@ -357,13 +368,14 @@ def categorize_messages(
         for dimension in DIMENSIONS:
             row[f"{dimension.name}_reason"] = row[f"{dimension.name}_category"] = None
         rows.append(row)
-    known = [(row, item, problems[item.problem_id]) for row, item in zip(rows, items, strict=True)
-             if item.problem_id in problems]  # fmt: skip
     for row in rows:
         if row["problem_id"] not in problems:
             row["errors"]["problem"] = f"problem {row['problem_id']!r} not found"
+    return rows
 
-    # Stage 1: one explanation per message and dimension, the shared context in each prompt.
+
+def _label_reasons(known: list[tuple[dict, TeacherMessage, Problem]], judge: CachedJudge) -> None:
+    """Stage 1: one explanation per message and dimension, the shared context in each prompt."""
     asks = [(row, dimension, render_messages(item.domain, dimension.label_template,
                                              **context_variables(item, problem)))
             for row, item, problem in known for dimension in DIMENSIONS]  # fmt: skip
@@ -377,7 +389,11 @@ def categorize_messages(
         if parsed.error:
             row["errors"][f"{dimension.name}_label"] = parsed.error
 
-    # Stage 2: a taxonomy per dimension, unless one was given.
+
+def _taxonomies(rows: list[dict], known: list[tuple[dict, TeacherMessage, Problem]],
+                given: dict[str, list[dict]], judge: CachedJudge,
+                max_labels: int) -> tuple[dict, dict, dict]:  # fmt: skip
+    """Stage 2: a taxonomy per dimension, unless one was given; also the labels and replies."""
     taxonomies, labels, outputs = {}, {}, {}
     for dimension in DIMENSIONS:
         name = dimension.name
@@ -390,8 +406,12 @@ def categorize_messages(
             taxonomies[name], outputs[name] = _cluster(
                 dimension, labels[name], domain, judge, max_labels
             )
+    return taxonomies, labels, outputs
 
-    # Stage 3: every explanation into its dimension's fixed taxonomy.
+
+def _relabel(known: list[tuple[dict, TeacherMessage, Problem]],
+             taxonomies: dict[str, list[dict]], judge: CachedJudge) -> None:  # fmt: skip
+    """Stage 3: every explanation into its dimension's fixed taxonomy."""
     asks = [(row, dimension, render_messages(item.domain, "categorize_relabel",
                                              reason=row[f"{dimension.name}_reason"],
                                              taxonomy=taxonomies[dimension.name]))
@@ -407,7 +427,6 @@ def categorize_messages(
         row[f"{dimension.name}_category"] = parsed.category
         if parsed.error:
             row["errors"][f"{dimension.name}_relabel"] = parsed.error
-    return Categorization(rows, taxonomies, labels, outputs)
 
 
 # -------------------------------------------------------------------- table

@@ -161,9 +161,6 @@ def _teacher_summary(rows: list[dict], samples: int) -> dict:
     readable = [r for r in responses if not r["unreadable"]]
     compared = [r for r in readable if r["detector_leaked"] is not None]
     groups, compared_groups = by_problem(responses), by_problem(compared)
-    both = sum(1 for r in compared if r["leaked"] and r["detector_leaked"])
-    llm_only = sum(1 for r in compared if r["leaked"] and not r["detector_leaked"])
-    detector_only = sum(1 for r in compared if not r["leaked"] and r["detector_leaked"])
     return {
         # A.6: identified leaks / all judge responses (an unreadable reply identifies none).
         "leak_rate": bootstrap(
@@ -177,17 +174,25 @@ def _teacher_summary(rows: list[dict], samples: int) -> dict:
             lambda rs: _rate(rs, lambda r: r["leaked"] == r["detector_leaked"]),
             samples,
         ),
-        "confusion": {
-            "both": both,
-            "llm_only": llm_only,
-            "detector_only": detector_only,
-            "neither": len(compared) - both - llm_only - detector_only,
-        },
+        "confusion": _confusion(compared),
         "n_messages": len(rows),
         "n_responses": len(responses),
         "n_unreadable": len(responses) - len(readable),
         "n_errors": len(rows) - len(responses),
         "n_problems": len(groups),
+    }
+
+
+def _confusion(compared: list[dict]) -> dict[str, int]:
+    """How the judge's verdicts and the detector's agree, over replies that have both."""
+    both = sum(1 for r in compared if r["leaked"] and r["detector_leaked"])
+    llm_only = sum(1 for r in compared if r["leaked"] and not r["detector_leaked"])
+    detector_only = sum(1 for r in compared if not r["leaked"] and r["detector_leaked"])
+    return {
+        "both": both,
+        "llm_only": llm_only,
+        "detector_only": detector_only,
+        "neither": len(compared) - both - llm_only - detector_only,
     }
 
 

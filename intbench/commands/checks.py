@@ -7,14 +7,12 @@ CLI prints it and exits with code 2.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import difflib
-import importlib
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from intbench.metrics.estimate import BOOTSTRAP_SAMPLES
+from intbench.options import UnknownOptionError, closest
 
 
 def add_samples_option(parser: argparse.ArgumentParser, where: str = "") -> None:
@@ -31,18 +29,13 @@ class UsageError(ValueError):
     """A command-line argument that cannot work; the message says how to fix it."""
 
 
-def _closest(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
 def check_env_id(env_id: str) -> None:
     from intbench.envs.registration import all_env_ids
 
     known = all_env_ids()
     if env_id.split(":")[-1] not in known:
         raise UsageError(
-            f"unknown env {env_id!r}{_closest(env_id, known)} (`intbench data list` shows them)"
+            f"unknown env {env_id!r}{closest(env_id, known)} (`intbench data list` shows them)"
         )
 
 
@@ -79,20 +72,16 @@ def check_env_options(env_id: str, options: Mapping[str, Any]) -> None:
     """Every option is one the env takes, with a value it accepts (no model is built)."""
     import gymnasium as gym
 
-    import intbench.envs  # noqa: F401  (registers the ids)
+    from intbench.envs.option_classes import env_options_class
+    from intbench.options import check_keys, field_names
 
-    spec = gym.spec(env_id)
-    module, _, name = spec.entry_point.partition(":")
-    options_class = getattr(importlib.import_module(module), name).options_class
-    fields = [f.name for f in dataclasses.fields(options_class) if f.name != "domain"]
-    for key in options:
-        if key not in fields:
-            raise UsageError(
-                f"unknown env option {key!r} for {env_id}{_closest(key, fields)} "
-                f"(options: {', '.join(sorted(fields))})"
-            )
+    options_class = env_options_class(env_id)
+    settable = [name for name in field_names(options_class) if name != "domain"]  # the id's
     try:
-        options_class(**{**spec.kwargs, **options})
+        check_keys(options, settable, f"env option ... for {env_id}")
+        options_class(**{**gym.spec(env_id).kwargs, **options})
+    except UnknownOptionError as exc:
+        raise UsageError(str(exc)) from None
     except (TypeError, ValueError) as exc:
         raise UsageError(f"bad env option for {env_id}: {exc}") from None
 

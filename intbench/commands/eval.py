@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
-from intbench.metrics import Summary, summarize
+from intbench.commands.env_flags import add_env_flags, env_options_from
+from intbench.extras import MissingExtra, require
 from intbench.protocols import PROTOCOLS, protocol_of_env_id
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
@@ -24,36 +24,8 @@ from intbench.runner import (
 )
 from intbench.tracking import TRACKERS, EpisodeTracking, TrackerError, check_tracker, make_tracker
 
-
-def _truthy(value: str) -> bool:
-    return value.lower() in ("1", "true", "yes")
-
-
-# CLI flag -> (conversion, help) of the env options users set most; others via --env-option.
-ENV_FLAGS = {
-    "condition": (str, "monitor: standard or oracle"),
-    "post": (str, "monitor: continue or stop after an intervention"),
-    "increment": (str, "monitor: characters revealed per step, 'sentence' or tokens:N"),
-    "teacher_access": (_truthy, "monitor: whether the teacher sees the reference (true/false)"),
-    "teacher_prompt": (str, "monitor: the teacher prompt variant"),
-    "reward": (str, "the env's reward definition"),
-    "k_max": (int, "feedback: attempts per episode"),
-    "history": (int, "feedback: earlier attempts the teacher sees"),
-    "mode": (
-        str,
-        "feedback: teacher, self_refine, self_feedback (the student's model as its own "
-        "teacher: the matrix diagonal) or self_critique (the student reviews its own attempt)",
-    ),
-    "teacher_reference": (str, "feedback: none, answer or solution"),
-    "execution_context": (
-        str,
-        "feedback, code: structured (default, the paper's), feedback, traceback or none",
-    ),
-    "execution_tests": (
-        str,
-        "feedback, code: which tests the context shows: visible (default) or all (the paper's)",
-    ),
-}
+if TYPE_CHECKING:
+    from intbench.metrics import Summary
 
 
 def add_parser(subparsers) -> None:
@@ -174,46 +146,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="TRACKER",
         help=f"experiment tracker: {', '.join(TRACKERS)} (default none; TRL's names)",
     )
-    shortcuts = parser.add_argument_group("env options (shortcuts for --env-option KEY=VALUE)")
-    for name, (_, text) in ENV_FLAGS.items():
-        shortcuts.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=text)
-    parser.add_argument(
-        "--env-option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any env option (value parsed as JSON when it can be), e.g. --env-option increment=100; "
-        "shortcuts: --condition --post --increment --k-max --history --mode --teacher-reference --execution-context",
-    )
+    add_env_flags(parser)
 
 
 def env_options(args) -> dict:
-    options = {}
-    for name, (convert, _) in ENV_FLAGS.items():
-        value = getattr(args, name)
-        if value is not None:
-            options[name] = convert(value)
-    if "increment" in options and options["increment"].isdigit():
-        options["increment"] = int(options["increment"])
-    return parse_env_option_items(args.env_option, args.max_tokens, options)
-
-
-def parse_env_option_items(
-    items: list[str], max_tokens: int | None = None, options: dict | None = None
-) -> dict:
-    """``--env-option KEY=VALUE`` items (values parsed as JSON when they can be) -> env options."""
-    options = dict(options or {})
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--env-option needs KEY=VALUE, got {item!r}")
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
-    if max_tokens:
-        options.setdefault("student_sampling", {})["max_tokens"] = max_tokens
-    return options
+    """The env options of ``eval`` and ``matrix``: flags, ``--env-option`` and ``--max-tokens``."""
+    try:
+        return env_options_from(args, args.max_tokens)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _config(
@@ -240,12 +181,12 @@ def _tracking_options(args) -> dict:
     check_failure_rate(args.max_failure_rate)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
-    if args.ray is not None and importlib.util.find_spec("ray") is None:
-        raise UsageError("--ray needs Ray: pip install 'intbench[ray]'")
     try:
+        if args.ray is not None:
+            require("ray", "ray", "--ray")
         check_tracker(args.report_to)
         return {"prices": parse_prices(args.price)}
-    except (PriceError, TrackerError) as exc:
+    except (MissingExtra, PriceError, TrackerError) as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -270,6 +211,8 @@ def _run(
             ray_address=args.ray,
             **options,
         )
+        from intbench.metrics import summarize  # imported while the first requests wait
+
         summary = summarize(result.episodes)
         tracker.log_tables(summary.tables)
     except (ConfigMismatchError, RunLockedError, ReplayError) as exc:
@@ -370,6 +313,8 @@ def _matrix(args) -> int:
     if any(v is None for v in runs.values()):
         return 2
     episodes = [e for run_episodes, _ in runs.values() for e in run_episodes]
+    from intbench.metrics import summarize
+
     print(summarize(episodes).to_text())
     return failure_status(episodes, args.max_failure_rate)
 

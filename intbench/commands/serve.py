@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from intbench.commands.eval import parse_env_option_items
+from intbench.extras import require
+from intbench.options import ENV_OPTION_HELP, parse_items, with_student_tokens
 
 
 def add_parser(subparsers) -> None:
@@ -50,7 +51,7 @@ def add_parser(subparsers) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="any monitor env option, e.g. increment=50",
+        help=ENV_OPTION_HELP,
     )
     parser.add_argument(
         "--completion-code", default=None, help="code shown on the last page (study platforms)"
@@ -71,13 +72,8 @@ def add_parser(subparsers) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Load the problems, warm the student cache, and serve until interrupted; 2 on bad settings."""
-    try:
-        from intbench.human.app import create_app, serve
-    except ImportError as exc:
-        print(
-            f"error: {exc}; install the web extra: pip install 'intbench[human]'", file=sys.stderr
-        )
-        return 2
+    require("human", ("flask", "waitress"), "intbench serve")
+    from intbench.human.app import create_app, serve
     from intbench.human.security import new_token, origin_of
 
     if args.public_url is not None and origin_of(args.public_url) is None:
@@ -106,7 +102,7 @@ def run_serve(args: argparse.Namespace) -> int:
             trials=args.trials,
             practice=args.practice,
             seed=args.seed,
-            env_options=parse_env_option_items(args.env_option, args.max_tokens),
+            env_options=with_student_tokens(parse_items(args.env_option), args.max_tokens),
             completion_code=args.completion_code,
         )
         study = Study(config, args.out, progress=True)

@@ -8,9 +8,15 @@ import sys
 from pathlib import Path
 
 from intbench.commands.checks import UsageError, check_train
+from intbench.commands.env_flags import add_env_flags, env_options_from
+from intbench.extras import TRAIN_MODULES, require
+from intbench.options import add_flags, flag_values
 from intbench.run_summary import RunSummary
 from intbench.rundir import RunDir
 from intbench.tracking import TrackerError, check_tracker
+from intbench.training.config import TrainConfig
+
+TRAIN_OPTIONS = {"training": TrainConfig}
 
 
 def add_parser(subparsers) -> None:
@@ -26,43 +32,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--config", type=Path, default=None, help="YAML file with TrainConfig fields"
     )
-    parser.add_argument(
-        "--env", default=None, help="env id, e.g. IntBench-Math-v0 or IntBench-Math-Feedback-v0"
-    )
-    parser.add_argument(
-        "--model", default=None, help="policy to train: smollm2, hf:<dir> or a directory"
-    )
-    parser.add_argument(
-        "--student", default=None, help="frozen student's model spec (e.g. openai:<model>@<url>)"
-    )
-    parser.add_argument(
-        "--source",
-        default=None,
-        help="training problems: offline, hub or a JSONL/JSON/Parquet file",
-    )
-    parser.add_argument("-n", type=int, default=None, help="number of training problems")
-    parser.add_argument(
-        "--seed", type=int, default=None, help="seeds state sampling, priming and the trainer"
-    )
-    parser.add_argument(
-        "--records", nargs="+", default=None, help="sft: run directories of intbench eval"
-    )
-    parser.add_argument(
-        "--filter", default=None, help="sft: which decisions to imitate (default helpful_no_leak)"
-    )
-    parser.add_argument("--output-dir", default=None)
+    add_flags(parser.add_argument_group("training options (over the config's)"), TRAIN_OPTIONS)
     parser.add_argument(
         "--max-steps",
         type=int,
         default=None,
         help="bounds every phase: trainer.max_steps and the format-priming steps",
-    )
-    parser.add_argument(
-        "--environment-factory",
-        action="store_true",
-        default=None,
-        help="grpo: the policy acts with tool calls through TRL's environment_factory "
-        "(any env id; reward: the env's return)",
     )
     parser.add_argument(
         "--lora", action="store_true", help="train LoRA adapters (needs peft) with default settings"
@@ -73,27 +48,21 @@ def add_parser(subparsers) -> None:
         metavar="TRACKER",
         help="TRL's report_to: none, tensorboard, wandb or trackio (default: the config's)",
     )
+    add_env_flags(parser)
     parser.set_defaults(func=_train)
 
 
 def _train(args: argparse.Namespace) -> int:
+    require("train", TRAIN_MODULES, "intbench train")
     from intbench.training.config import load_config
     from intbench.training.trainer import train
 
     try:
         config = load_config(
             args.config,
+            env_options=env_options_from(args),
             method=args.method,
-            env=args.env,
-            model=args.model,
-            student=args.student,
-            source=args.source,
-            n=args.n,
-            seed=args.seed,
-            records=args.records,
-            filter=args.filter,
-            output_dir=args.output_dir,
-            environment_factory=args.environment_factory,
+            **flag_values(args, TRAIN_OPTIONS),
         )
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

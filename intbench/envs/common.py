@@ -21,6 +21,7 @@ from intbench.envs import flows
 from intbench.envs.flows import Generate, Verify
 from intbench.envs.spaces import UnicodeText
 from intbench.envs.student_calls import cached_student_call
+from intbench.options import check_keys, field_names, option
 from intbench.records import Attempt, Episode, Problem, Verdict
 from intbench.verifiers import verify
 
@@ -287,47 +288,54 @@ def check_count(name: str, value: Any, minimum: int) -> None:
 
 @dataclass
 class EnvOptions:
-    """The ``gym.make`` keyword arguments every protocol env takes.
+    """The ``gym.make`` keyword arguments every protocol env takes; each env extends
+    it with its own.  Every field's help is in its metadata (:func:`intbench.options.option`),
+    which ``intbench eval --help`` prints.  The base env validates them when the env is
+    built, so a bad value fails at ``gym.make``, not at the first ``reset``."""
 
-    Each env extends it with its own options; the base env validates them
-    when the env is built, so a bad value fails at ``gym.make``, not at the
-    first ``reset``.
-
-    Args (defaults in brackets):
-        domain: problem domain, set by the registered id; an env built from
-            ``problems`` of one domain may leave it out.
-        student: model spec or backend for the student [``"smollm2"``].
-        source, split, n, data_seed: where problems come from
-            [``"offline"``, domain default, all, 0]; or pass ``problems``.
-        problems: an explicit list of ``Problem`` (or dicts) instead of a source.
-        judge: model spec or backend for an LLM judge that verifies answers
-            instead of the domain verifier [None].
-        student_sampling: dict of sampling options for the student
-            [T=0.7, top_p=0.95, max_tokens=the domain's limit, 8,192 (ARC 16,000),
-            or 256 for the embedded ``smollm2`` (:data:`EMBEDDED_STUDENT_TOKENS`)].
-        student_seed: seed of the student's first, cached call; part of the
-            cache key, so all teachers share it per (problem, seed) [0].
-        cache_dir: where student calls are cached
-            [``$INTBENCH_CACHE`` or ``~/.cache/intbench``].
-        variants: a variant set written by ``intbench variants``, for a reward
-            that reads ``transfer`` on problems not generated offline
-            (generated ones get procedural variants) [None].
-        render_mode: None or ``"ansi"``.
-    """
-
-    domain: str | None = None
-    student: str | ChatBackend = "smollm2"
-    source: str = "offline"
-    split: str | None = None
-    n: int | None = None
-    data_seed: int = 0
-    problems: Sequence[Problem | dict] | None = None
-    judge: str | ChatBackend | None = None
-    student_sampling: Mapping[str, Any] | None = None
-    student_seed: int = 0
-    cache_dir: str | None = None
-    variants: str | None = None
-    render_mode: str | None = None
+    domain: str | None = option(
+        None,
+        help="problem domain, set by the registered id; an env built from problems of one "
+        "domain may leave it out",
+        flag=False,
+    )
+    student: str | ChatBackend = option(
+        "smollm2", help="model spec or backend of the student", flag=False
+    )
+    source: str = option(
+        "offline", help="where problems come from: offline, hub or a local file", flag=False
+    )
+    split: str | None = option(None, help="the source's split (the domain's default)", flag=False)
+    n: int | None = option(None, help="number of problems (all)", flag=False)
+    data_seed: int = option(0, help="seed of the problem subset", flag=False)
+    problems: Sequence[Problem | dict] | None = option(
+        None, help="an explicit list of Problem (or dicts) instead of a source", flag=False
+    )
+    judge: str | ChatBackend | None = option(
+        None,
+        help="model spec or backend of an LLM judge that verifies answers instead of the "
+        "domain verifier",
+        flag=False,
+    )
+    student_sampling: Mapping[str, Any] | None = option(
+        None,
+        help='the student\'s sampling options, e.g. {"temperature": 0} (T=0.7, top_p=0.95, '
+        "max_tokens the domain's limit: 8,192, ARC 16,000, the embedded smollm2 256)",
+    )
+    student_seed: int = option(
+        0,
+        help="seed of the student's first, cached call; part of the cache key, so every "
+        "teacher shares it per (problem, seed)",
+    )
+    cache_dir: str | None = option(
+        None, help="where student calls are cached ($INTBENCH_CACHE or ~/.cache/intbench)"
+    )
+    variants: str | None = option(
+        None,
+        help="a variant set written by `intbench variants`, for a reward that reads transfer "
+        "on problems not generated offline (generated ones get procedural variants)",
+    )
+    render_mode: str | None = option(None, help="None or 'ansi'", flag=False)
 
     def __post_init__(self) -> None:
         if self.domain is None:
@@ -406,6 +414,15 @@ def message_action_space() -> spaces.Dict:
     return spaces.Dict({"intervene": spaces.Discrete(2), "message": UnicodeText(MAX_MESSAGE)})
 
 
+def registered_id(env_class: type, domain: str | None) -> str:
+    """The gym id that builds ``env_class`` for ``domain`` (else the class's name), for messages."""
+    entry_point = f"{env_class.__module__}:{env_class.__name__}"
+    for spec in gym.registry.values():
+        if spec.entry_point == entry_point and spec.kwargs.get("domain") == domain:
+            return spec.id
+    return env_class.__name__
+
+
 class FlowEnv(gym.Env):
     """Base of the protocol envs: shared options and models; episodes written as flows.
 
@@ -419,6 +436,9 @@ class FlowEnv(gym.Env):
     options_class: type[EnvOptions] = EnvOptions
 
     def __init__(self, **kwargs: Any) -> None:
+        if not kwargs.keys() <= set(field_names(self.options_class)):
+            name = registered_id(type(self), kwargs.get("domain"))
+            check_keys(kwargs, field_names(self.options_class), f"env option ... for {name}")
         options = self.options_class(**kwargs)
         self.options = options
         self.domain = options.domain

@@ -73,6 +73,7 @@ from intbench.envs.domains.prompting import render_messages
 from intbench.envs.domains.registry import get_domain
 from intbench.envs.rewards import resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
+from intbench.options import option
 from intbench.records import Attempt, FeedbackTurn
 from intbench.verifiers.leakage import answer_leaked
 
@@ -102,44 +103,51 @@ def history_window(latest: int, history: int) -> range:
 
 @dataclass
 class FeedbackOptions(EnvOptions):
-    """The feedback env's ``gym.make`` keyword arguments (defaults in brackets),
-    besides those of :class:`~intbench.envs.common.EnvOptions`.
+    """The feedback env's ``gym.make`` keyword arguments, besides those of
+    :class:`~intbench.envs.common.EnvOptions` (each field's help is in its metadata)."""
 
-    Args:
-        k_max: maximum number of attempts [10].
-        history: h, how many turns before the latest one the student and the
-            teacher see (feedback paper §3: turns k..n, k = max(n − h, 0)); the
-            task prompt is always kept, and so is the teacher's first attempt,
-            which A.8's original teacher prompt carries (A.1) [1].
-        teacher_reference: ``"none"``, ``"answer"`` or ``"solution"`` — what
-            privileged reference the teacher sees (never the student) [``"none"``].
-        execution_context: for code domains, how the test results are shown to
-            the teacher: ``"structured"`` (the feedback paper's dense-matrix
-            setting, Table 2), ``"feedback"``, ``"traceback"``, ``"none"``
-            [``"structured"``].
-        execution_tests: for code domains, which tests' inputs and outputs the
-            execution context may show: ``"visible"`` (the problem's examples or
-            a fixed share of its tests, :mod:`intbench.verifiers.code_split`;
-            grading still runs all) or ``"all"`` (the first failing graded test,
-            as in the feedback paper) [``"visible"``].
-        mode: ``"teacher"``, ``"self_refine"``, ``"self_feedback"`` (the student's
-            model as its own teacher, teacher prompt) or ``"self_critique"`` (the
-            student's critique prompt) [``"teacher"``].
-        reward: a preset (``"success"``, ``"auc"``, ``"teaching"``, ``"transfer"``) or a
-            ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"success"``].
-        teacher_sampling: sampling options used when the student model writes
-            feedback in ``self_feedback`` and ``self_critique``, and by a model teacher of
-            ``intbench eval`` [T=1.0, top_p=0.95, the domain's limit: 8,192 tokens, ARC 16,000].
-    """
-
-    k_max: int = 10
-    history: int = 1
-    teacher_reference: str = "none"
-    execution_context: str = "structured"
-    execution_tests: str = "visible"
-    mode: str = "teacher"
-    reward: str | Mapping[str, float] = "success"
-    teacher_sampling: Mapping[str, Any] | None = None
+    k_max: int = option(10, help="maximum number of attempts (K)", column="int64")
+    history: int = option(
+        1,
+        help="h, how many turns before the latest one the student and the teacher see "
+        "(feedback paper §3: turns k..n, k = max(n - h, 0)); the task prompt is always kept, "
+        "and so is the teacher's first attempt, which A.8's original teacher prompt carries",
+        column="int64",
+    )
+    teacher_reference: str = option(
+        "none",
+        help="the privileged reference the teacher (never the student) sees: none, answer "
+        "or solution",
+        column="string",
+    )
+    execution_context: str = option(
+        "structured",
+        help="code domains: how test results are shown to the teacher: structured (the "
+        "feedback paper's dense-matrix setting, Table 2), feedback, traceback or none",
+        column="string",
+    )
+    execution_tests: str = option(
+        "visible",
+        help="code domains: which tests' inputs and outputs the execution context may show: "
+        "visible (the problem's examples or a fixed share of its tests; grading still runs "
+        "all) or all (the first failing graded test, as in the feedback paper)",
+    )
+    mode: str = option(
+        "teacher",
+        help="teacher, self_refine, self_feedback (the student's model as its own teacher, "
+        "with the teacher prompt: the matrix diagonal) or self_critique (the student reviews "
+        "its own attempt)",
+    )
+    reward: str | Mapping[str, float] = option(
+        "success",
+        help="a preset (success, auc, teaching, transfer) or a {component: weight} dict",
+    )
+    teacher_sampling: Mapping[str, Any] | None = option(
+        None,
+        help="sampling options of feedback written by the student's model (self_feedback, "
+        "self_critique) and of a model teacher of `intbench eval` (T=1.0, top_p=0.95, the "
+        "domain's limit: 8,192 tokens, ARC 16,000)",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

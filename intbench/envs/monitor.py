@@ -72,6 +72,7 @@ from intbench.envs.increments import cut_points, parse_increment
 from intbench.envs.quotes import QuoteMatch, final_answer_start, locate_quote
 from intbench.envs.rewards import monitor_components, resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
+from intbench.options import option
 from intbench.records import Intervention, MonitorStep, Problem
 from intbench.verifiers.leakage import answer_leaked
 
@@ -102,31 +103,37 @@ HIDDEN = 2
 
 @dataclass
 class MonitorOptions(EnvOptions):
-    """The monitor env's ``gym.make`` keyword arguments (defaults in brackets),
-    besides those of :class:`~intbench.envs.common.EnvOptions`.
+    """The monitor env's ``gym.make`` keyword arguments, besides those of
+    :class:`~intbench.envs.common.EnvOptions` (each field's help is in its metadata)."""
 
-    Args:
-        condition: ``"standard"`` or ``"oracle"`` [``"standard"``].
-        increment: reveal unit: characters (int), ``"sentence"``, ``"tokens:N"`` [50].
-        post: after an intervention the student ``"continue"``s its reasoning or
-            must ``"stop"`` and answer at once [``"continue"``].
-        teacher_access: the teacher sees the reference solution [True].
-        teacher_prompt: ``"paper"`` (the paper's Standard prompt, App. F.2),
-            ``"v1"``/``"v2"`` (the paper's Variation 1 and 2, App. F.8) or
-            ``"append"`` (the paper's prompt with the reference before the
-            transcript, so prompts share a growing prefix) [``"paper"``].
-        reward: a preset, ``"helpfulness"``, ``"success"``, ``"pedagogical"``,
-            ``"teaching"`` or ``"transfer"``, or a ``{component: weight}`` dict; every
-            preset charges for a leaked answer (see :mod:`intbench.envs.rewards`)
-            [``"helpfulness"``].
-    """
-
-    condition: str = "standard"
-    increment: int | str = 50
-    post: str = "continue"
-    teacher_access: bool = True
-    teacher_prompt: str = "paper"
-    reward: str | Mapping[str, float] = "helpfulness"
+    condition: str = option("standard", help="standard or oracle")
+    # The four fields below are export columns in this order.
+    teacher_prompt: str = option(
+        "paper",
+        help="the teacher prompt: paper (the paper's Standard prompt, App. F.2), v1 or v2 (its "
+        "Variations 1 and 2, App. F.8), or append (the paper's prompt with the reference "
+        "before the transcript, so prompts share a growing prefix)",
+        column="string",
+    )
+    post: str = option(
+        "continue",
+        help="after an intervention the student continues its reasoning, or must stop and "
+        "answer at once",
+        column="string",
+    )
+    increment: int | str = option(
+        50,
+        help="the reveal unit: characters (an int), sentence, or tokens:N",
+        column="string",
+    )
+    teacher_access: bool = option(
+        True, help="the teacher sees the reference solution", column="bool"
+    )
+    reward: str | Mapping[str, float] = option(
+        "helpfulness",
+        help="a preset (helpfulness, success, pedagogical, teaching, transfer) or a "
+        "{component: weight} dict; every preset charges for a leaked answer",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

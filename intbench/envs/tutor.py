@@ -94,6 +94,7 @@ from intbench.envs.domains.prompting import render_messages
 from intbench.envs.domains.registry import get_domain
 from intbench.envs.rewards import resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
+from intbench.options import option
 from intbench.records import Attempt, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
 from intbench.tutor.elo import EloTable, config_for
@@ -111,39 +112,41 @@ CHECKER_DEFAULTS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 128}
 
 @dataclass
 class TutorOptions(EnvOptions):
-    """The tutor env's ``gym.make`` keyword arguments (defaults in brackets),
-    besides those of :class:`~intbench.envs.common.EnvOptions`.
+    """The tutor env's ``gym.make`` keyword arguments, besides those of
+    :class:`~intbench.envs.common.EnvOptions` (each field's help is in its metadata).
+    ``student_seed`` seeds the first phase-2 submission, cached and shared by every
+    episode with the same solve prompt."""
 
-    Args:
-        ideation_turns: teacher messages in phase 1; 0 is the solo condition [3].
-        checker: a model spec/backend for the LLM checker (KITE §3: a secondary
-            model withholds flagged messages), or ``"rules"`` [``None``: the run's
-            ``judge`` model when one is configured, else ``"rules"``, the offline
-            fallback; the run's summary.json names the one used].
-        submissions: phase-2 submission budget [10 for code domains, else 5].
-        notes: the student keeps a plan in its own words for phase 2 [False: KITE
-            allows no notes].
-        solo_tries: independent zero-shot tries of a solo episode, solved if any is
-            correct (KITE §4.2: 1 of 3); ``None``: phase 2's submissions [3].
-        checker_sampling: sampling options of the LLM checker [greedy, 128 tokens].
-        elo_selection: draw problems by the student's Elo rating and update it [False].
-        calibration_tasks: solo episodes that calibrate the rating first (KITE: 5) [5].
-        reward: a preset (``"success"``, ``"teaching"``, ``"transfer"``) or a
-            ``{component: weight}`` dict (see :mod:`intbench.envs.rewards`) [``"success"``].
-
-    ``student_seed`` seeds the first phase-2 submission, cached and shared by
-    every episode with the same solve prompt.
-    """
-
-    ideation_turns: int = 3
-    checker: str | ChatBackend | None = None
-    submissions: int | None = None
-    notes: bool = False
-    solo_tries: int | None = 3
-    checker_sampling: Mapping[str, Any] | None = None
-    elo_selection: bool = False
-    calibration_tasks: int = 5
-    reward: str | Mapping[str, float] = "success"
+    ideation_turns: int = option(3, help="teacher messages in phase 1; 0 is the solo condition")
+    checker: str | ChatBackend | None = option(
+        None,
+        help="model spec or backend of the LLM checker (KITE §3: a secondary model withholds "
+        "flagged messages), or rules; none: the run's judge model when one is configured, "
+        "else rules, the offline fallback (summary.json names the one used)",
+    )
+    submissions: int | None = option(
+        None, help="phase-2 submission budget (none: 10 for code domains, else 5)"
+    )
+    notes: bool = option(
+        False, help="the student keeps a plan in its own words for phase 2 (KITE allows none)"
+    )
+    solo_tries: int | None = option(
+        3,
+        help="independent zero-shot tries of a solo episode, solved if any is correct (KITE "
+        "§4.2: 1 of 3); none: phase 2's submissions",
+    )
+    checker_sampling: Mapping[str, Any] | None = option(
+        None, help="sampling options of the LLM checker (greedy, 128 tokens)"
+    )
+    elo_selection: bool = option(
+        False, help="draw problems by the student's Elo rating and update it"
+    )
+    calibration_tasks: int = option(
+        5, help="solo episodes that calibrate the rating first (KITE: 5)"
+    )
+    reward: str | Mapping[str, float] = option(
+        "success", help="a preset (success, teaching, transfer) or a {component: weight} dict"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

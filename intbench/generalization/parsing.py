@@ -94,24 +94,8 @@ def parse_taxonomy(text: str, skills: list[str]) -> Taxonomy:
         taxonomy.error = "no JSON object with a 'categories' list"
     else:
         for item in data["categories"]:
-            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-                continue
-            name = item["name"].strip()
-            members = [s for s in item.get("skills") or [] if isinstance(s, str)]
-            placed = []
-            for member in members:
-                skill = wanted.get(member.strip().lower())
-                if skill is not None and skill not in taxonomy.assignment:
-                    taxonomy.assignment[skill] = name
-                    placed.append(skill)
-            description = item.get("description")
-            taxonomy.categories.append(
-                {
-                    "name": name,
-                    "description": description if isinstance(description, str) else "",
-                    "skills": placed,
-                }
-            )
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                taxonomy.categories.append(_place(item, wanted, taxonomy.assignment))
     missing = [skill for skill in skills if skill not in taxonomy.assignment]
     if missing:
         taxonomy.categories.append(
@@ -119,6 +103,25 @@ def parse_taxonomy(text: str, skills: list[str]) -> Taxonomy:
         )
         taxonomy.assignment.update({skill: UNCATEGORIZED for skill in missing})
     return taxonomy
+
+
+def _place(item: dict, wanted: dict[str, str], assignment: dict[str, str]) -> dict:
+    """One reply category with the wanted skills it lists that no earlier category took
+    (recorded in ``assignment``)."""
+    name = item["name"].strip()
+    members = [s for s in item.get("skills") or [] if isinstance(s, str)]
+    placed = []
+    for member in members:
+        skill = wanted.get(member.strip().lower())
+        if skill is not None and skill not in assignment:
+            assignment[skill] = name
+            placed.append(skill)
+    description = item.get("description")
+    return {
+        "name": name,
+        "description": description if isinstance(description, str) else "",
+        "skills": placed,
+    }
 
 
 @dataclass

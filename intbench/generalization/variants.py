@@ -351,53 +351,44 @@ class VariantPipeline:
         """
         if not problems:
             return PipelineResult([], [], keep=self.keep, seed=self.seed)
-        domains = {p.domain for p in problems}
-        if len(domains) > 1:
-            raise ValueError(f"problems mix domains {sorted(domains)}; run one domain at a time")
-        domain = domains.pop()
-        if not registry.get_domain(domain).llm_variants:
-            raise UnsupportedDomainError(
-                f"the LLM variant pipeline supports {list(llm_variant_domains())}, not {domain!r}: "
-                "its variants would need tests or grids that cannot be checked here"
-            )
+        domain = _single_llm_domain(problems)
         labels = self.extractor.extract(problems)
-        log = [
-            {
-                "problem_id": p.id,
-                "skill": label.skill,
-                "skill_explanation": label.explanation,
-                "skill_error": label.error,
-                "skill_reply": reply.text,
-                "candidates": [],
-                "generation_issues": [],
-            }
-            for p, (label, reply) in zip(problems, labels, strict=True)
-        ]
+        log = _skill_log(problems, labels)
         labelled = [i for i, (label, _) in enumerate(labels) if label.skill]
         skills = [labels[i][0].skill for i in labelled]
         taxonomy, cluster_reply = self.clusterer.cluster(skills, domain)
         named = {c["name"]: c for c in taxonomy.categories if c["name"] != UNCATEGORIZED}
-        # The categories as the generator and validator see them: name and description.
-        shown = [{"name": c["name"], "description": c["description"]} for c in named.values()]
-        target: dict[int, dict | None] = {}
-        for i in labelled:
-            name = taxonomy.assignment.get(labels[i][0].skill)
-            log[i]["skill_category"] = name
-            category = named.get(name)
-            # What steps 3 and 4 were conditioned on: the category, or the label alone.
-            log[i]["conditioned_on"] = "skill_category" if category else "skill"
-            target[i] = (
-                {"name": category["name"], "description": category["description"]}
-                if category
-                else None
-            )
+        target = _targets(labelled, labels, taxonomy, named, log)
         generated = self.generator.generate(
             [problems[i] for i in labelled],
             skills,
             self.n_variants,
             [target[i] for i in labelled],
         )
-        pending: list[tuple[int, int, Problem]] = []  # (problem index, candidate index, variant)
+        pending = self._pending(problems, labelled, generated, log)
+        validations = self.validator.validate(
+            [
+                (problems[i], log[i]["skill"], Candidate(v.question, v.answer, v.solution or ""))
+                for i, _, v in pending
+            ],
+            [target[i] for i, _, _ in pending],
+            _shown(named),
+        )
+        kept = _judge(problems, pending, validations, log)
+        chosen = sample_per_original(kept, self.seed) if self.keep == "one" else list(kept)
+        _mark_sampled(log, {v.id for v in chosen})
+        taxonomy_dict = {
+            "categories": taxonomy.categories,
+            "error": taxonomy.error,
+            "reply": cluster_reply.text if cluster_reply else None,
+        }
+        return PipelineResult(chosen, log, taxonomy_dict, kept, self.keep, self.seed)
+
+    def _pending(
+        self, problems: list[Problem], labelled: list[int], generated: list, log: list[dict]
+    ) -> list[tuple[int, int, Problem]]:
+        """``(problem index, candidate index, variant)`` of every generated candidate, logged."""
+        pending = []
         for i, (candidates, issues, _) in zip(labelled, generated, strict=True):
             log[i]["generation_issues"] = issues
             for k, candidate in enumerate(candidates):
@@ -407,37 +398,7 @@ class VariantPipeline:
                     {"id": variant.id, "question": variant.question, "answer": variant.answer,
                      "solution": variant.solution, "kept": False, "rejected_because": []}
                 )  # fmt: skip
-        validations = self.validator.validate(
-            [
-                (problems[i], log[i]["skill"], Candidate(v.question, v.answer, v.solution or ""))
-                for i, _, v in pending
-            ],
-            [target[i] for i, _, _ in pending],
-            shown,
-        )
-        kept = []
-        for (i, k, variant), validation in zip(pending, validations, strict=True):
-            entry = log[i]["candidates"][k]
-            entry["validation"] = dataclasses.asdict(validation)
-            reasons = _rejections(variant, problems[i], validation)
-            entry["rejected_because"] = reasons
-            entry["kept"] = not reasons
-            entry["sampled"] = False
-            if not reasons:
-                variant.metadata["validation"] = {"reason": validation.reason}
-                kept.append(variant)
-        chosen = sample_per_original(kept, self.seed) if self.keep == "one" else list(kept)
-        chosen_ids = {v.id for v in chosen}
-        for entry in log:
-            for candidate in entry["candidates"]:
-                if candidate["id"] in chosen_ids:
-                    candidate["sampled"] = True
-        taxonomy_dict = {
-            "categories": taxonomy.categories,
-            "error": taxonomy.error,
-            "reply": cluster_reply.text if cluster_reply else None,
-        }
-        return PipelineResult(chosen, log, taxonomy_dict, kept, self.keep, self.seed)
+        return pending
 
     def _as_problem(
         self, original: Problem, index: int, candidate: Candidate, entry: dict
@@ -458,6 +419,86 @@ class VariantPipeline:
                 "license": original.metadata.get("license"),
             },
         )
+
+
+def _single_llm_domain(problems: list[Problem]) -> str:
+    """The one domain of ``problems``; errors when they mix domains or it has no LLM variants."""
+    domains = {p.domain for p in problems}
+    if len(domains) > 1:
+        raise ValueError(f"problems mix domains {sorted(domains)}; run one domain at a time")
+    domain = domains.pop()
+    if not registry.get_domain(domain).llm_variants:
+        raise UnsupportedDomainError(
+            f"the LLM variant pipeline supports {list(llm_variant_domains())}, not {domain!r}: "
+            "its variants would need tests or grids that cannot be checked here"
+        )
+    return domain
+
+
+def _skill_log(problems: list[Problem], labels: list) -> list[dict]:
+    """One log entry per problem, holding its skill label so far."""
+    return [
+        {
+            "problem_id": p.id,
+            "skill": label.skill,
+            "skill_explanation": label.explanation,
+            "skill_error": label.error,
+            "skill_reply": reply.text,
+            "candidates": [],
+            "generation_issues": [],
+        }
+        for p, (label, reply) in zip(problems, labels, strict=True)
+    ]
+
+
+def _targets(
+    labelled: list[int], labels: list, taxonomy, named: dict[str, dict], log: list[dict]
+) -> dict[int, dict | None]:
+    """Per labelled problem, the category generation is conditioned on (``None``: the label)."""
+    target: dict[int, dict | None] = {}
+    for i in labelled:
+        name = taxonomy.assignment.get(labels[i][0].skill)
+        log[i]["skill_category"] = name
+        category = named.get(name)
+        # What steps 3 and 4 were conditioned on: the category, or the label alone.
+        log[i]["conditioned_on"] = "skill_category" if category else "skill"
+        target[i] = (
+            {"name": category["name"], "description": category["description"]} if category else None
+        )
+    return target
+
+
+def _shown(named: dict[str, dict]) -> list[dict]:
+    """The categories as the generator and validator see them: name and description."""
+    return [{"name": c["name"], "description": c["description"]} for c in named.values()]
+
+
+def _judge(
+    problems: list[Problem],
+    pending: list[tuple[int, int, Problem]],
+    validations: list[Validation],
+    log: list[dict],
+) -> list[Problem]:
+    """The candidates with no reason to reject them; logs each verdict."""
+    kept = []
+    for (i, k, variant), validation in zip(pending, validations, strict=True):
+        entry = log[i]["candidates"][k]
+        entry["validation"] = dataclasses.asdict(validation)
+        reasons = _rejections(variant, problems[i], validation)
+        entry["rejected_because"] = reasons
+        entry["kept"] = not reasons
+        entry["sampled"] = False
+        if not reasons:
+            variant.metadata["validation"] = {"reason": validation.reason}
+            kept.append(variant)
+    return kept
+
+
+def _mark_sampled(log: list[dict], chosen_ids: set[str]) -> None:
+    for entry in log:
+        for candidate in entry["candidates"]:
+            if candidate["id"] in chosen_ids:
+                candidate["sampled"] = True
 
 
 def _rejections(variant: Problem, original: Problem, validation: Validation) -> list[str]:

@@ -32,21 +32,21 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from intbench.extras import MissingExtra, require
+
 try:
-    from openenv.core.client_types import StepResult
-    from openenv.core.env_client import EnvClient
-    from openenv.core.env_server import create_app
-    from openenv.core.env_server.interfaces import Environment
-    from openenv.core.env_server.types import Action, Observation, State
-    from pydantic import Field
-except ImportError as exc:  # without the extra
-    _MISSING = (
-        f"{exc}; serving IntBench over OpenEnv needs openenv-core: pip install 'intbench[openenv]'"
-    )
+    require("openenv", "openenv.core", "serving IntBench over OpenEnv")
+except MissingExtra as exc:
     if __name__ == "__main__":
-        print(f"error: {_MISSING}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    raise ImportError(_MISSING) from exc
+    raise
+from openenv.core.client_types import StepResult  # noqa: E402 -- after the extra's check
+from openenv.core.env_client import EnvClient  # noqa: E402
+from openenv.core.env_server import create_app  # noqa: E402
+from openenv.core.env_server.interfaces import Environment  # noqa: E402
+from openenv.core.env_server.types import Action, Observation, State  # noqa: E402
+from pydantic import Field  # noqa: E402
 
 
 def _jsonable(value: Any) -> Any:
@@ -198,12 +198,12 @@ def serve(args: argparse.Namespace) -> int:
     """Build the app (2 on a bad env id or option) and serve until interrupted."""
     import uvicorn
 
-    from intbench.commands.eval import parse_env_option_items
+    from intbench.options import parse_items
 
-    options = parse_env_option_items(args.env_option)
-    if args.student is not None:
-        options["student"] = args.student
     try:
+        options = parse_items(args.env_option)
+        if args.student is not None:
+            options["student"] = args.student
         app = build_app(args.env, max_sessions=args.max_sessions, **options)
         environment_class(args.env, **options)().close()  # bad options fail now, not per session
     except (gym.error.Error, ValueError, TypeError) as exc:

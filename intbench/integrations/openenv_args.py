@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from intbench.options import ENV_OPTION_HELP
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", required=True, help="env id, e.g. IntBench-Math-Feedback-v0")
@@ -16,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="any gym.make option (value parsed as JSON when it can be), e.g. k_max=3",
+        help=ENV_OPTION_HELP,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8000)

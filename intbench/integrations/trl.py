@@ -30,6 +30,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from intbench.extras import require
 from intbench.protocols import protocol_of_env_id
 
 DONE = "The episode is over."
@@ -281,6 +282,8 @@ def tool_dataset(env_class: type[IntBenchToolEnv], size: int | None = None, seed
     row per problem), each with its own seed.
     """
     import numpy as np
+
+    require("train", "datasets", "tool_dataset")
     from datasets import Dataset
 
     probe = env_class()
@@ -310,6 +313,7 @@ def with_tool_calling(tokenizer: Any) -> Any:
     message, or the template inserts Qwen's default one).  Other templates
     raise, naming the fix.
     """
+    require("train", "trl", "with_tool_calling")
     from trl.chat_template_utils import (
         add_response_schema,
         qwen2_5_chat_template,

@@ -45,23 +45,19 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import gymnasium as gym
-from pydantic import Field, field_validator
-
-try:
-    import verifiers.v1 as vf
-    from verifiers.v1.harnesses.null import NullHarnessConfig
-    from verifiers.v1.runtimes import SubprocessConfig
-except ImportError as exc:  # without the extra
-    raise ImportError(
-        f"{exc}; IntBench's verifiers environments need verifiers: "
-        "pip install 'intbench[verifiers]'"
-    ) from exc
 
 import intbench  # noqa: F401  (registers the env ids)
 from intbench.envs.domains import registry
 from intbench.envs.registration import env_id
 from intbench.envs.wrappers import TeacherTextActions
+from intbench.extras import require
 from intbench.protocols import get_protocol
+
+require("verifiers", "verifiers.v1", "the verifiers integration")
+import verifiers.v1 as vf  # noqa: E402 -- after the extra's check
+from pydantic import Field, field_validator  # noqa: E402
+from verifiers.v1.harnesses.null import NullHarnessConfig  # noqa: E402
+from verifiers.v1.runtimes import SubprocessConfig  # noqa: E402
 
 logger = logging.getLogger(__name__)
 

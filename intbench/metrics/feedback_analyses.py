@@ -128,17 +128,7 @@ def control_means(controls: dict[tuple, dict[str, Any]]) -> dict[tuple, dict[str
 def feedback_controls_table(curves: Curves) -> Table:
     """Table 7's per-student rows, then Table 1's mean over complete students."""
     controls = feedback_controls(curves)
-    rows: list[list[Any]] = []
-    for cell, row in controls.items():
-        if row["self_refine"] is None and row["self_feedback"] is None:
-            continue  # no control: nothing to disentangle
-        values = [v for c in CONTROLS for v in (row[c] or (math.nan, math.nan))]
-        rows.append([*cell, *values, row["best_teacher"]])
-    for context, means in control_means(controls).items():
-        values = [means[f"{c}_{m}"][0] for c in CONTROLS for m in ("acc", "gain")]
-        ses = [means[f"{c}_{m}"][1] for c in CONTROLS for m in ("acc", "gain")]
-        rows.append([*context, f"mean of {means['students']} students", *values, None])
-        rows.append([*context, "SE over students", *ses, None])
+    rows = _student_control_rows(controls) + _mean_control_rows(controls)
     conditions = ["self-refinement", "self-feedback", "best feedback"]
     return Table(
         "feedback_controls",
@@ -154,6 +144,27 @@ def feedback_controls_table(curves: Curves) -> Table:
         + [f"{c}_{m}" for c in CONTROLS for m in ("acc_at_k", "gain")]
         + ["best_teacher"],
     )
+
+
+def _student_control_rows(controls: dict[tuple, dict]) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for cell, row in controls.items():
+        if row["self_refine"] is None and row["self_feedback"] is None:
+            continue  # no control: nothing to disentangle
+        values = [v for c in CONTROLS for v in (row[c] or (math.nan, math.nan))]
+        rows.append([*cell, *values, row["best_teacher"]])
+    return rows
+
+
+def _mean_control_rows(controls: dict[tuple, dict]) -> list[list[Any]]:
+    """Per context, the means over complete students and their SEs."""
+    rows: list[list[Any]] = []
+    for context, means in control_means(controls).items():
+        values = [means[f"{c}_{m}"][0] for c in CONTROLS for m in ("acc", "gain")]
+        ses = [means[f"{c}_{m}"][1] for c in CONTROLS for m in ("acc", "gain")]
+        rows.append([*context, f"mean of {means['students']} students", *values, None])
+        rows.append([*context, "SE over students", *ses, None])
+    return rows
 
 
 # ---------------------------------------------------------- marginal gain per turn
@@ -220,6 +231,34 @@ def setting_lifts(
     Each row holds the lift per metric (mean, SE over cells) within one value of
     the other settings, and pooled over them (``"all"``) when there are several.
     """
+    rows = []
+    for (domain, k_max), by_value in sorted(_cells_by_value(curves, varied).items()):
+        reference = baseline(list(by_value))
+        if reference is None:
+            continue
+        for value in sorted(v for v in by_value if v != reference):
+            matched = sorted(set(by_value[value]) & set(by_value[reference]))
+            for fixed in _fixed_groups(matched):
+                chosen = [c for c in matched if fixed == "all" or c[0] == fixed]
+                rows.append(
+                    {
+                        "domain": domain,
+                        "k_max": k_max,
+                        "value": value,
+                        "baseline": reference,
+                        "fixed": fixed,
+                        "cells": len(chosen),
+                        "lift": _lifts(by_value[value], by_value[reference], chosen),
+                    }
+                )
+    return rows
+
+
+def _cells_by_value(
+    curves: Curves, varied: tuple[str, ...]
+) -> dict[tuple, dict[tuple, dict[tuple, list[float]]]]:
+    """``{(domain, K): {varied value: {(other settings, student, teacher): curve}}}`` of the
+    teacher-mode groups whose varied settings are known."""
     fixed_names = [n for n in SETTINGS if n not in varied]
     cells: dict[tuple, dict[tuple, dict[tuple, list[float]]]] = defaultdict(
         lambda: defaultdict(dict)
@@ -230,37 +269,19 @@ def setting_lifts(
             continue
         fixed = tuple(getattr(key, n) for n in fixed_names)
         cells[(key.domain, key.k_max)][value][(fixed, key.student, key.teacher)] = curve
-    rows = []
-    for (domain, k_max), by_value in sorted(cells.items()):
-        reference = baseline(list(by_value))
-        if reference is None:
-            continue
-        for value in sorted(v for v in by_value if v != reference):
-            matched = sorted(set(by_value[value]) & set(by_value[reference]))
-            for fixed in _fixed_groups(matched):
-                chosen = [c for c in matched if fixed == "all" or c[0] == fixed]
-                lifts = {
-                    metric: mean_and_se(
-                        [
-                            point(by_value[value][c], metric)
-                            - point(by_value[reference][c], metric)
-                            for c in chosen
-                        ]
-                    )
-                    for metric in LIFT_METRICS
-                }
-                rows.append(
-                    {
-                        "domain": domain,
-                        "k_max": k_max,
-                        "value": value,
-                        "baseline": reference,
-                        "fixed": fixed,
-                        "cells": len(chosen),
-                        "lift": lifts,
-                    }
-                )
-    return rows
+    return cells
+
+
+def _lifts(
+    lifted: dict[tuple, list[float]], reference: dict[tuple, list[float]], chosen: list[tuple]
+) -> dict[str, tuple[float, float]]:
+    """Per metric, the mean and SE over the ``chosen`` cells of lifted minus reference."""
+    return {
+        metric: mean_and_se(
+            [point(lifted[c], metric) - point(reference[c], metric) for c in chosen]
+        )
+        for metric in LIFT_METRICS
+    }
 
 
 def _fixed_groups(matched: list[tuple]) -> list:

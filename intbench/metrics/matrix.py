@@ -216,21 +216,33 @@ def build_matrices(
             for m in CONTROL_MODES
             if any(_column_mode(k) == m and k.student in students for k in keys)
         ]
-        values: dict[str, dict[tuple[str, str], float]] = {m: {} for m in MATRIX_METRICS}
-        for key in keys:
-            mode = _column_mode(key)
-            if key.student not in students or (mode != "teacher" and mode not in controls):
-                continue
-            column = key.teacher if mode == "teacher" else mode
-            summary = feedback[key]
-            for metric in MATRIX_METRICS:
-                name = f"acc@{k_max}" if metric == "acc@K" else metric
-                values[metric][(key.student, column)] = summary[name].value
+        values = _cell_values(feedback, keys, k_max, students, controls)
         solo = _solo_acc1(domain, teachers, groups)
         matrices.append(
             Matrix(domain, k_max, tuple(setting), students, teachers, controls, values, solo)
         )
     return matrices
+
+
+def _cell_values(
+    feedback: dict[FeedbackKey, dict],
+    keys: list[FeedbackKey],
+    k_max: int,
+    students: list[str],
+    controls: list[str],
+) -> dict[str, dict[tuple[str, str], float]]:
+    """Per metric, the value of each (student, teacher or control) cell of one matrix."""
+    values: dict[str, dict[tuple[str, str], float]] = {m: {} for m in MATRIX_METRICS}
+    for key in keys:
+        mode = _column_mode(key)
+        if key.student not in students or (mode != "teacher" and mode not in controls):
+            continue
+        column = key.teacher if mode == "teacher" else mode
+        summary = feedback[key]
+        for metric in MATRIX_METRICS:
+            name = f"acc@{k_max}" if metric == "acc@K" else metric
+            values[metric][(key.student, column)] = summary[name].value
+    return values
 
 
 def _column_mode(key: FeedbackKey) -> str:
@@ -282,10 +294,29 @@ def matrix_tables(matrix: Matrix) -> list[Table]:
 
 def matrix_analysis_table(matrix: Matrix, stem: str) -> Table:
     """Fixed-effect R², best-minus-worst teacher, and solver-vs-teacher rank agreement."""
+    rows = _self_feedback_rows(matrix) + _teacher_effect_rows(matrix) + _solo_rows(matrix)
+    return Table(
+        f"matrix_analysis_{stem}",
+        f"Matrix analyses: {matrix.label}",
+        ["analysis", "metric", "student", "statistic", "value"],
+        rows,
+        "Self-feedback is the diagonal cell: the student's own model as teacher, with the "
+        "teacher prompt. A teacher's solo acc@1 is the acc@1 of the runs where that model is "
+        "the student.",
+    )
+
+
+def _self_feedback_rows(matrix: Matrix) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for metric in ("acc@K", "gain"):
         for student, value in sorted(matrix.self_feedback(metric).items()):
             rows.append(["self-feedback (diagonal)", metric, student, "teacher = student", value])
+    return rows
+
+
+def _teacher_effect_rows(matrix: Matrix) -> list[list[Any]]:
+    """Fixed effects (with two students and two teachers) and best-minus-worst teacher."""
+    rows: list[list[Any]] = []
     for metric in ("gain", "auc"):
         pairs = matrix.teacher_pairs(metric)
         if len({s for s, _ in pairs}) >= 2 and len({t for _, t in pairs}) >= 2:
@@ -294,6 +325,12 @@ def matrix_analysis_table(matrix: Matrix, stem: str) -> Table:
         for student, value in best_minus_worst(pairs).items():
             if sum(1 for s, _ in pairs if s == student) >= 2:
                 rows.append(["best − worst teacher", metric, student, "difference", value])
+    return rows
+
+
+def _solo_rows(matrix: Matrix) -> list[list[Any]]:
+    """Each teacher's solo acc@1 and, with two or more, how it ranks against teaching."""
+    rows: list[list[Any]] = []
     for teacher, acc in sorted(matrix.solo_acc1.items()):
         rows.append(["teacher solo acc@1", "acc@1", teacher, "as student", acc])
     if len(matrix.solo_acc1) >= 2:
@@ -305,15 +342,7 @@ def matrix_analysis_table(matrix: Matrix, stem: str) -> Table:
                 ("inversion rate", "inversion_rate"),
             ):
                 rows.append(["solver vs teacher (AUC)", "auc", student, statistic, result[name]])
-    return Table(
-        f"matrix_analysis_{stem}",
-        f"Matrix analyses: {matrix.label}",
-        ["analysis", "metric", "student", "statistic", "value"],
-        rows,
-        "Self-feedback is the diagonal cell: the student's own model as teacher, with the "
-        "teacher prompt. A teacher's solo acc@1 is the acc@1 of the runs where that model is "
-        "the student.",
-    )
+    return rows
 
 
 def teacher_range_summary(pairs: dict[tuple[str, str], float]) -> dict[str, tuple]:

@@ -177,17 +177,9 @@ def ordering_rankings(episodes: list[Episode]) -> tuple[dict[str, dict[str, list
     """
     calibrated = ratings_from_episodes(episodes)
     skill = model_skill(episodes)
-    tasks: dict[tuple[str, str, str], dict[str, list[Episode]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
-    for episode in episodes:
-        if collaborative(episode) and episode.teacher and not episode.error:
-            tasks[(episode.domain, episode.student, episode.problem_id)][episode.teacher].append(
-                episode
-            )
     by_ordering: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     unassigned: dict[str, int] = defaultdict(int)
-    for (domain, student, _), teachers in sorted(tasks.items()):
+    for (domain, student, _), teachers in sorted(_tutor_tasks(episodes).items()):
         if len(teachers) < 2:
             continue
         solved = {
@@ -211,32 +203,24 @@ def ordering_rankings(episodes: list[Episode]) -> tuple[dict[str, dict[str, list
     return by_ordering, unassigned
 
 
+def _tutor_tasks(episodes: list[Episode]) -> dict[tuple[str, str, str], dict[str, list[Episode]]]:
+    """The error-free ideation tutor episodes by (domain, student, problem), then teacher."""
+    tasks: dict[tuple[str, str, str], dict[str, list[Episode]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for episode in episodes:
+        if collaborative(episode) and episode.teacher and not episode.error:
+            tasks[(episode.domain, episode.student, episode.problem_id)][episode.teacher].append(
+                episode
+            )
+    return tasks
+
+
 def ordering_table(
     domain: str, by_ordering: dict[str, list], unassigned: int, rankings: list[dict[str, float]]
 ) -> Table:
     """π ± SE per teacher: all rankings, then one Bradley–Terry fit per skill ordering."""
-    fits: dict[str, BradleyTerry | str] = {}
-    for label, found in [
-        ("all", rankings),
-        *((o, by_ordering.get(o, [])) for o in SKILL_ORDERINGS),
-    ]:
-        try:
-            fits[label] = fit_bradley_terry(found) if found else "no sessions"
-        except ValueError as exc:
-            fits[label] = f"not fitted: {exc}"
-    teachers = sorted(
-        {name for fit in fits.values() if isinstance(fit, BradleyTerry) for name in fit.names}
-    )
-    rows = []
-    for teacher in teachers:
-        row: list[Any] = [teacher]
-        for fit in fits.values():
-            if isinstance(fit, BradleyTerry) and teacher in fit.names:
-                i = fit.names.index(teacher)
-                row += [fit.pi[i], fit.pi_se[i]]
-            else:
-                row += [None, None]
-        rows.append(row)
+    fits = _ordering_fits(by_ordering, rankings)
     counts = ", ".join(
         f"{o} ({SKILL_ORDERINGS[o]}): {len(by_ordering.get(o, []))}" for o in SKILL_ORDERINGS
     )
@@ -254,12 +238,46 @@ def ordering_table(
         f"tutor_win_rates_by_ordering_{slug(domain)}",
         f"Tutor protocol: Bradley–Terry win rates by skill ordering, {domain} (KITE §4.3, Table 1)",
         columns,
-        rows,
+        _pi_rows(fits),
         f"One fit per ordering of the student's rating, the task's and the teacher's model skill "
         f"when they worked together. Sessions: {counts}; in none of them: {unassigned}. "
         "SEs from C.7.3, the last teacher of each fit held fixed (no SE). " + " ".join(notes),
         ids=ids,
     )
+
+
+def _ordering_fits(
+    by_ordering: dict[str, list], rankings: list[dict[str, float]]
+) -> dict[str, BradleyTerry | str]:
+    """A fit of all rankings, then one per skill ordering; a string says why there is none."""
+    fits: dict[str, BradleyTerry | str] = {}
+    for label, found in [
+        ("all", rankings),
+        *((o, by_ordering.get(o, [])) for o in SKILL_ORDERINGS),
+    ]:
+        try:
+            fits[label] = fit_bradley_terry(found) if found else "no sessions"
+        except ValueError as exc:
+            fits[label] = f"not fitted: {exc}"
+    return fits
+
+
+def _pi_rows(fits: dict[str, BradleyTerry | str]) -> list[list[Any]]:
+    """Per teacher in any fit, π and its SE in each fit (``None`` where it is not in it)."""
+    teachers = sorted(
+        {name for fit in fits.values() if isinstance(fit, BradleyTerry) for name in fit.names}
+    )
+    rows = []
+    for teacher in teachers:
+        row: list[Any] = [teacher]
+        for fit in fits.values():
+            if isinstance(fit, BradleyTerry) and teacher in fit.names:
+                i = fit.names.index(teacher)
+                row += [fit.pi[i], fit.pi_se[i]]
+            else:
+                row += [None, None]
+        rows.append(row)
+    return rows
 
 
 def rating_tables(episodes: list[Episode]) -> list[Table]:

@@ -49,7 +49,7 @@ def render_all(
     try:
         from matplotlib.figure import Figure  # noqa: F401  (probe only)
     except ImportError:
-        return [], "matplotlib is not installed (pip install 'intbench[report]')"
+        return [], "matplotlib is not installed (pip install matplotlib)"
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn: list[tuple[str, str, Figure]] = []
     if data.monitor:

@@ -9,9 +9,11 @@ refused: a typo should fail, not be silently ignored.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from intbench.options import check_keys, field_names, option
 
 METHODS = ("grpo", "sft")
 
@@ -53,72 +55,80 @@ choice before a run."""
 
 @dataclass
 class TrainConfig:
-    """Everything a ``intbench train`` run needs (defaults in brackets).
+    """Everything a ``intbench train`` run needs: the fields of a YAML config; each
+    field's help is in its metadata (:func:`intbench.options.option`), and those with
+    a flag are options of ``intbench train``, which win over the file."""
 
-    Attributes:
-        method: ``"grpo"`` or ``"sft"`` [``"grpo"``].
-        env: env id; its protocol picks the GRPO flavour: monitor ids get the
-            single-decision reward, ``-Feedback-`` ids the multi-turn rollout
-            [``"IntBench-Math-v0"``].
-        env_options: extra ``gym.make`` keyword arguments (``increment``,
-            ``reward``, ``k_max``, ...); GRPO's ``reward`` defaults to
-            :data:`TRAINING_REWARD` [{}].
-        model: the policy: ``"smollm2"`` (a trainable copy of the embedded
-            model), ``"hf:<dir>"`` or a plain directory [``"smollm2"``].
-        student: the frozen student's model spec [``"smollm2"``].
-        source, split, n, data_seed: the training problems, as in ``intbench eval``
-            [``"offline"``, domain default, 32, 0].
-        states_per_problem: monitor GRPO: decision states sampled per problem [2].
-        max_turn_tokens: feedback GRPO: tokens per teacher turn [128].
-        temperature: feedback GRPO: sampling temperature of teacher turns [1.0].
-        train_layers: train only the top N decoder layers and the final norm,
-            freezing the rest and the embeddings; null trains every weight
-            (exclusive with ``lora``) [null].
-        format_priming: monitor GRPO: SFT steps on well-formed replies with
-            coin-flip decisions before GRPO, so a small policy's replies parse
-            (:data:`~intbench.training.priming.PRIMING_DEFAULTS` fill omitted
-            keys; ``{}`` takes them all); the primed policy is saved to
-            ``<output_dir>/format-primed`` and is also GRPO's KL reference; null
-            skips priming [null].
-        balanced_states: monitor GRPO: order the decision states so that every
-            step holds as many wrong as right student baselines
-            (:func:`~intbench.training.monitor.balanced_states`) [false].
-        environment_factory: GRPO through TRL's ``environment_factory``: the
-            policy acts with tool calls (:mod:`intbench.integrations.trl`), on
-            any env id, rewarded with the env's return; the policy's chat
-            template gets tool calling if it lacks it [false].
-        records: SFT: run directories written by ``intbench eval`` [[]].
-        filter: SFT: which teacher decisions to imitate (see
-            :data:`intbench.training.sft.FILTERS`) [``"helpful_no_leak"``].
-        output_dir: where checkpoints and the final model go [``"runs/train"``].
-        seed: seed of state sampling and of the trainer [0].
-        lora: peft ``LoraConfig`` arguments, or null for full fine-tuning [null].
-        trainer: TRL ``GRPOConfig``/``SFTConfig`` arguments; monitor GRPO runs
-            start from :data:`MONITOR_GRPO_DEFAULTS` [{}].
-    """
-
-    method: str = "grpo"
-    env: str = "IntBench-Math-v0"
-    env_options: dict[str, Any] = field(default_factory=dict)
-    model: str = "smollm2"
-    student: str = "smollm2"
-    source: str = "offline"
-    split: str | None = None
-    n: int = 32
-    data_seed: int = 0
-    states_per_problem: int = 2
-    max_turn_tokens: int = 128
-    temperature: float = 1.0
-    train_layers: int | None = None
-    format_priming: dict[str, Any] | None = None
-    balanced_states: bool = False
-    environment_factory: bool = False
-    records: list[str] = field(default_factory=list)
-    filter: str = "helpful_no_leak"
-    output_dir: str = "runs/train"
-    seed: int = 0
-    lora: dict[str, Any] | None = None
-    trainer: dict[str, Any] = field(default_factory=dict)
+    method: str = option("grpo", help="grpo or sft", flag=False)
+    env: str = option(
+        "IntBench-Math-v0",
+        help="env id; its protocol picks the GRPO flavour: monitor ids get the "
+        "single-decision reward, -Feedback- ids the multi-turn rollout",
+    )
+    env_options: dict[str, Any] = option(
+        default_factory=dict,
+        help="extra gym.make keyword arguments (increment, reward, k_max, ...); GRPO's reward "
+        "defaults to TRAINING_REWARD",
+        flag=False,
+    )
+    model: str = option(
+        "smollm2",
+        help="the policy to train: smollm2 (a trainable copy of the embedded model), "
+        "hf:<dir> or a plain directory",
+    )
+    student: str = option("smollm2", help="the frozen student's model spec")
+    source: str = option(
+        "offline", help="the training problems: offline, hub or a JSONL/JSON/Parquet file"
+    )
+    split: str | None = option(None, help="the source's split (the domain's default)")
+    n: int = option(32, help="number of training problems")
+    data_seed: int = option(0, help="seed of the problem subset")
+    states_per_problem: int = option(2, help="monitor GRPO: decision states sampled per problem")
+    max_turn_tokens: int = option(128, help="feedback GRPO: tokens per teacher turn")
+    temperature: float = option(1.0, help="feedback GRPO: sampling temperature of teacher turns")
+    train_layers: int | None = option(
+        None,
+        help="train only the top N decoder layers and the final norm, freezing the rest and "
+        "the embeddings; none trains every weight (exclusive with lora)",
+    )
+    format_priming: dict[str, Any] | None = option(
+        None,
+        help="monitor GRPO: SFT steps on well-formed replies with coin-flip decisions before "
+        "GRPO, so a small policy's replies parse (PRIMING_DEFAULTS fill omitted keys; {} takes "
+        "them all); the primed policy is saved to <output_dir>/format-primed and is also "
+        "GRPO's KL reference; null skips priming",
+        flag=False,
+    )
+    balanced_states: bool = option(
+        False,
+        help="monitor GRPO: order the decision states so that every step holds as many wrong "
+        "as right student baselines",
+    )
+    environment_factory: bool = option(
+        False,
+        help="grpo: the policy acts with tool calls through TRL's environment_factory (any "
+        "env id; reward: the env's return); its chat template gets tool calling if it lacks it",
+    )
+    records: list[str] = option(
+        default_factory=list, help="sft: run directories written by intbench eval"
+    )
+    filter: str = option(
+        "helpful_no_leak",
+        help="sft: which teacher decisions to imitate (intbench.training.sft.FILTERS)",
+    )
+    output_dir: str = option("runs/train", help="where checkpoints and the final model go")
+    seed: int = option(0, help="seeds state sampling, priming and the trainer")
+    lora: dict[str, Any] | None = option(
+        None,
+        help="peft LoraConfig arguments, or null for full fine-tuning (--lora: the defaults)",
+        flag=False,
+    )
+    trainer: dict[str, Any] = option(
+        default_factory=dict,
+        help="TRL GRPOConfig/SFTConfig arguments; monitor GRPO runs start from "
+        "MONITOR_GRPO_DEFAULTS",
+        flag=False,
+    )
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -152,11 +162,7 @@ class TrainConfig:
                 raise ValueError(
                     f"format_priming must be a mapping or null, got {type(self.format_priming).__name__}"
                 )
-            unknown = sorted(set(self.format_priming) - set(PRIMING_DEFAULTS))
-            if unknown:
-                raise ValueError(
-                    f"unknown format_priming key(s) {unknown}; known: {sorted(PRIMING_DEFAULTS)}"
-                )
+            check_keys(self.format_priming, PRIMING_DEFAULTS, "format_priming key")
         if self.method != "grpo" and (self.format_priming is not None or self.balanced_states):
             raise ValueError("format_priming and balanced_states apply to monitor GRPO only")
         if self.environment_factory and (
@@ -182,8 +188,12 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def load_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig:
-    """Read a YAML config (or start from defaults) and apply non-None ``overrides``."""
+def load_config(
+    path: str | Path | None = None, env_options: dict[str, Any] | None = None, **overrides: Any
+) -> TrainConfig:
+    """Read a YAML config (or start from defaults) and apply non-None ``overrides``;
+    ``env_options`` are set over the file's.  A one-line ValueError for an unknown
+    key, naming the closest known one."""
     import yaml
 
     data: dict[str, Any] = {}
@@ -198,8 +208,24 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig
             )
         data = dict(loaded or {})
     data.update({k: v for k, v in overrides.items() if v is not None})
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(f"unknown config field(s) {unknown}; known fields: {sorted(known)}")
-    return TrainConfig(**data)
+    if env_options:
+        data["env_options"] = {**(data.get("env_options") or {}), **env_options}
+    check_keys(data, field_names(TrainConfig), "config field")
+    config = TrainConfig(**data)
+    _check_env_option_keys(config)
+    return config
+
+
+def _check_env_option_keys(config: TrainConfig) -> None:
+    """``env_options`` names options of the env (an unknown env id is left to the CLI's check)."""
+    import gymnasium as gym
+
+    from intbench.envs.option_classes import env_options_class
+
+    try:
+        options_class = env_options_class(config.env)
+    except gym.error.Error:
+        return
+    check_keys(
+        config.env_options, field_names(options_class), f"env_options key ... for {config.env}"
+    )

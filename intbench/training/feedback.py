@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from intbench.extras import require
 from intbench.protocols.feedback import SPEC as FEEDBACK
 from intbench.training.envpool import EnvPool
 
@@ -92,6 +93,7 @@ class FeedbackRollout:
         ``problem_index``, ``problem_id`` and ``seed``.  Problems the student
         solves alone are left out: there is nothing for a teacher to do.
         """
+        require("train", "datasets", "FeedbackRollout.dataset")
         from datasets import Dataset
 
         rng = np.random.default_rng(seed)

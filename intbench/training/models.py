@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from intbench.extras import require
+
 
 def load_policy(spec: str, lora: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for ``"smollm2"``, ``"hf:<dir>"`` or a plain directory.
@@ -61,10 +63,9 @@ def freeze_lower_layers(model: Any, trainable: int) -> int:
 
 
 def _with_lora(model: Any, options: dict[str, Any]) -> Any:
-    try:
-        from peft import LoraConfig, get_peft_model
-    except ImportError:
-        raise ImportError("LoRA training needs peft: pip install peft") from None
+    require("train", "peft", "LoRA training")
+    from peft import LoraConfig, get_peft_model
+
     options = {
         "task_type": "CAUSAL_LM",
         "r": 16,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from intbench.agents.parsing import parse_monitor_decision
+from intbench.extras import require
 from intbench.protocols.monitor import SPEC as MONITOR
 from intbench.training.envpool import EnvPool
 
@@ -104,6 +105,7 @@ def monitor_states(
     same student), ``revealed_chars`` and ``baseline_correct`` (for analysis;
     not shown to the policy).  Baselines are generated once, batched, and cached.
     """
+    require("train", "datasets", "monitor_states")
     from datasets import Dataset
 
     if states_per_problem < 1:

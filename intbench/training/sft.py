@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from intbench.agents.backends.scripted import ScriptedBackend
+from intbench.extras import require
 from intbench.protocols import get_protocol, has
 from intbench.records import Episode, MonitorStep, Problem, as_episodes
 from intbench.rundir import RunDir
@@ -291,6 +292,7 @@ def sft_dataset(
     decisions: str = "last",
 ) -> Any:
     """A ``datasets.Dataset`` (prompt/completion chat format) from ``intbench eval`` run directories."""
+    require("train", "datasets", "sft_dataset")
     from datasets import Dataset
 
     examples: list[dict] = []

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from intbench.extras import TRAIN_MODULES, require
 from intbench.training.config import MONITOR_GRPO_DEFAULTS, TrainConfig
 from intbench.training.envpool import EnvPool
 from intbench.training.models import freeze_lower_layers, load_policy, save_policy
@@ -119,6 +120,7 @@ def _primed_policy(config: TrainConfig, states) -> tuple[Any, Any]:
 
 def build_trainer(config: TrainConfig) -> Any:
     """The configured TRL trainer (not yet trained)."""
+    require("train", TRAIN_MODULES, "training")
     if config.method == "sft":
         from trl import SFTConfig, SFTTrainer
 

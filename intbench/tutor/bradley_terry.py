@@ -269,16 +269,7 @@ def fit_bradley_terry(
             exist among the teachers with π > 0 (the message says why).
     """
     names, wins = pairwise_from_rankings(rankings, ties)
-    if len(names) < 2:
-        raise ValueError(f"Bradley–Terry needs at least two teachers, got {names}")
-    if constraint != "sum_zero" and constraint not in names:
-        raise ValueError(
-            f"constraint must be 'sum_zero' or a teacher name {names}, got {constraint!r}"
-        )
-    if pi_reference is not None and pi_reference not in names:
-        raise ValueError(f"pi_reference must be a teacher name {names}, got {pi_reference!r}")
-    if prior < 0:
-        raise ValueError(f"prior must be >= 0, got {prior}")
+    _check_fit_arguments(names, constraint, pi_reference, prior)
     met = (wins + wins.T) > 0
     wins = wins + prior * met
     comparisons = wins + wins.T
@@ -321,6 +312,21 @@ def fit_bradley_terry(
         constraint=constraint,
         never_won=never_won,
     )
+
+
+def _check_fit_arguments(
+    names: list[str], constraint: str, pi_reference: str | None, prior: float
+) -> None:
+    if len(names) < 2:
+        raise ValueError(f"Bradley–Terry needs at least two teachers, got {names}")
+    if constraint != "sum_zero" and constraint not in names:
+        raise ValueError(
+            f"constraint must be 'sum_zero' or a teacher name {names}, got {constraint!r}"
+        )
+    if pi_reference is not None and pi_reference not in names:
+        raise ValueError(f"pi_reference must be a teacher name {names}, got {pi_reference!r}")
+    if prior < 0:
+        raise ValueError(f"prior must be >= 0, got {prior}")
 
 
 def _never_winning(wins: np.ndarray) -> set[int]:

@@ -98,37 +98,66 @@ def decode_value(node, depth=0, deadline=None):
     if type(node) is not list or len(node) != 2 or type(node[0]) is not str:
         raise ValueError("malformed value")
     tag, data = node
-    if tag == "none" and data is None:
-        return None
-    if tag == "bool" and type(data) is bool:
-        return data
-    if tag == "str" and type(data) is str:
-        return data
-    if tag == "int" and type(data) is str and _INTEGER.fullmatch(data):
-        return int(data)
-    if tag == "float" and type(data) is str:
-        return _decode_float(data)
-    if tag == "complex" and type(data) is list and len(data) == 2:
-        return complex(_decode_float(data[0]), _decode_float(data[1]))
-    if tag == "bytes" and type(data) is str:
-        return bytes.fromhex(data)
-    if tag in ("list", "tuple") and type(data) is list:
-        return _SEQUENCES[tag](decode_value(item, depth + 1, deadline) for item in data)
-    if tag in ("set", "frozenset") and type(data) is list:
-        items = set()
-        for item in data:
-            value = decode_value(item, depth + 1, deadline)
-            _check_deadline(deadline)
-            items.add(value)  # one insertion at a time: a collision costs time, checked above
-        return items if tag == "set" else frozenset(items)
-    if tag == "dict" and type(data) is list:
-        pairs = {}
-        for pair in data:
-            key, value = _decode_pair(pair, depth + 1, deadline)
-            _check_deadline(deadline)
-            pairs[key] = value
-        return pairs
-    raise ValueError(f"malformed value of tag {tag[:20]!r}")
+    shape, decode = _DECODERS.get(tag, (None, None))
+    if shape is None or not shape(data):
+        raise ValueError(f"malformed value of tag {tag[:20]!r}")
+    return decode(data, depth, deadline)
+
+
+def _decode_items(data, depth, deadline):
+    return (decode_value(item, depth + 1, deadline) for item in data)
+
+
+def _decode_set(data, depth, deadline):
+    items = set()
+    for item in data:
+        value = decode_value(item, depth + 1, deadline)
+        _check_deadline(deadline)
+        items.add(value)  # one insertion at a time: a collision costs time, checked above
+    return items
+
+
+def _decode_dict(data, depth, deadline):
+    pairs = {}
+    for pair in data:
+        key, value = _decode_pair(pair, depth + 1, deadline)
+        _check_deadline(deadline)
+        pairs[key] = value
+    return pairs
+
+
+def _is_str(data):
+    return type(data) is str
+
+
+def _is_list(data):
+    return type(data) is list
+
+
+# tag -> (is the data well shaped, its value from ``(data, depth, deadline)``)
+_DECODERS = {
+    "none": (lambda data: data is None, lambda data, depth, deadline: None),
+    "bool": (lambda data: type(data) is bool, lambda data, depth, deadline: data),
+    "str": (_is_str, lambda data, depth, deadline: data),
+    "int": (
+        lambda data: _is_str(data) and _INTEGER.fullmatch(data),
+        lambda data, depth, deadline: int(data),
+    ),
+    "float": (_is_str, lambda data, depth, deadline: _decode_float(data)),
+    "complex": (
+        lambda data: _is_list(data) and len(data) == 2,
+        lambda data, depth, deadline: complex(_decode_float(data[0]), _decode_float(data[1])),
+    ),
+    "bytes": (_is_str, lambda data, depth, deadline: bytes.fromhex(data)),
+    "list": (_is_list, lambda data, depth, deadline: list(_decode_items(data, depth, deadline))),
+    "tuple": (_is_list, lambda data, depth, deadline: tuple(_decode_items(data, depth, deadline))),
+    "set": (_is_list, _decode_set),
+    "frozenset": (
+        _is_list,
+        lambda data, depth, deadline: frozenset(_decode_set(data, depth, deadline)),
+    ),
+    "dict": (_is_list, _decode_dict),
+}
 
 
 def _check_deadline(deadline):

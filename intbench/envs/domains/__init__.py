@@ -37,6 +37,7 @@ from intbench.envs.domains.registry import (
     domain_names,
     get_domain,
 )
+from intbench.extras import require
 from intbench.records import Problem
 
 # Problem fields that hold nested values: stored as JSON text in a Dataset so
@@ -90,6 +91,7 @@ def load_problems(
 
 def problems_to_dataset(problems: list[Problem]):
     """A ``datasets.Dataset`` with one row per problem; nested fields are JSON strings."""
+    require("datasets", "datasets", "problems_to_dataset")
     import datasets
 
     rows: dict[str, list[Any]] = {name: [] for name in ("id", "domain", "question", "solution")}

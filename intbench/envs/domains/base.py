@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from intbench import extras
 from intbench.envs.domains.registry import DataSourceError, Domain
 from intbench.envs.domains.registry import HubRef as HubRef  # the old import path
 from intbench.records import Problem
@@ -436,6 +437,7 @@ def load_hub(domain: Domain, split: str | None) -> list[Problem]:
     if split is None and domain.default_split in domain.hub:
         split = domain.default_split
     splits = _selected_splits(domain.hub_splits, split, f"hub source of {domain.name!r}")
+    extras.require("datasets", "datasets", f"the hub source of {domain.name!r}")
     import datasets  # heavy: only when really loading
 
     if hub_offline_flag():
@@ -497,7 +499,7 @@ def _native_problems(domain: Domain, file: Path) -> list[Problem] | None:
     return problems
 
 
-def _jsonl_rows(file: Path) -> list[dict]:
+def jsonl_rows(file: Path) -> list[dict]:
     """A JSONL file's rows, read with ``json`` (importing ``datasets`` takes seconds); as
     ``datasets`` reads them, every row has every column, ``None`` where it has none."""
     rows = []
@@ -536,7 +538,8 @@ def load_local(domain: Domain, path: str | os.PathLike) -> list[Problem]:
         native = _native_problems(domain, file)
         if native is not None:
             return native
-        return _rows_to_problems(domain, _jsonl_rows(file), "local", f"file {str(file)!r}")
+        return _rows_to_problems(domain, jsonl_rows(file), "local", f"file {str(file)!r}")
+    extras.require("datasets", "datasets", f"reading {file.suffix} files (JSONL needs nothing)")
     import datasets
 
     bars_were_off = datasets.utils.are_progress_bars_disabled()

@@ -222,9 +222,21 @@ def short_answer(explanation: str) -> str:
     """
     text = _plain(str(explanation)).strip()
     lines = [line.strip() for line in text.splitlines()]
+    found = _answer_line(lines)
+    if found is None:
+        return text
+    at, first = found
+    block = _colon_block(first, lines[at + 1 :]) or _list_block(first, lines[at:])
+    answer = "; ".join(block) if block else _first_sentence(first)
+    answer = answer.strip().rstrip(".!").strip()
+    return answer or text
+
+
+def _answer_line(lines: list[str]) -> tuple[int, str] | None:
+    """Index and text of the first non-empty line, past a leading label (rules 2 and 3)."""
     at = next((k for k, line in enumerate(lines) if line), None)
     if at is None:
-        return text
+        return None
     first = lines[at]
     labelled = _LABEL.match(first)
     if labelled:
@@ -232,25 +244,34 @@ def short_answer(explanation: str) -> str:
         if not first:  # the label stands on a line of its own
             at = next((k for k in range(at + 1, len(lines)) if lines[k]), None)
             if at is None:
-                return text
+                return None
             first = lines[at]
+    return at, first
+
+
+def _colon_block(first: str, following: list[str]) -> list[str]:
+    """The block of lines after a line ending with a colon (rule 3); empty if none."""
     block: list[str] = []
     if first.endswith(":"):
-        for line in lines[at + 1 :]:
+        for line in following:
             if line:
                 block.append(line)
             elif block:
                 break
-    if not block and _LIST_ITEM.match(first):
-        for line in lines[at:]:
+    return block
+
+
+def _list_block(first: str, lines: list[str]) -> list[str]:
+    """The lines of a numbered list starting at ``first`` (rule 4); empty if none."""
+    block: list[str] = []
+    if _LIST_ITEM.match(first):
+        for line in lines:
             if not _LIST_ITEM.match(line):
                 break
             block.append(line)
         if len(block) == 1 and not re.search(r"\s\(?2[.)]\s", first):
             block = []  # one numbered line, not a list
-    answer = "; ".join(block) if block else _first_sentence(first)
-    answer = answer.strip().rstrip(".!").strip()
-    return answer or text
+    return block
 
 
 def _same_answer(short: str, explanation: str) -> bool:
@@ -265,6 +286,27 @@ def row_to_problem(
     Rows that ``filters`` rejects are skipped (:class:`BraingleFilter`).
     """
     row = _lower_keys(row)
+    statement, answer, explanation = _columns(row)
+    reason = filters.rejects(row, split)
+    if reason is not None:
+        raise SkipRow(reason)
+    if explanation is None:
+        explanation = answer
+        answer = short_answer(explanation)
+    title = _text(row, "title")
+    return Problem(
+        id=f"brainteaser/{split}/{row.get('id', index)}",
+        domain="brainteaser",
+        question=f"{title}\n\n{statement}" if title else statement,
+        answer=answer.strip(),
+        solution=None if _same_answer(answer, explanation) else explanation,
+        fields=_fields(row, title),
+        metadata=_metadata(row, split),
+    )
+
+
+def _columns(row: dict) -> tuple[str, str, str | None]:
+    """Statement, answer and explanation (``None``: cut the answer from the explanation)."""
     statement = _statement(row)
     answer = _text(row, "answer")
     explanation = _text(row, "explanation") or (_text(row, "solution") if answer else None)
@@ -275,38 +317,30 @@ def row_to_problem(
     ]
     if missing:
         raise MissingColumns(missing)
-    reason = filters.rejects(row, split)
-    if reason is not None:
-        raise SkipRow(reason)
-    if explanation is None:
-        explanation = answer
-        answer = short_answer(explanation)
-    title = _text(row, "title")
-    question = f"{title}\n\n{statement}" if title else statement
+    return statement, answer, explanation
+
+
+def _fields(row: dict, title: str | None) -> dict:
     fields = {"aliases": [str(a) for a in as_list(row.get("aliases"))]}
     if title:
         fields["title"] = title.strip()
     hint = _text(row, "hint")
     if hint:
         fields["hint"] = hint
+    return fields
+
+
+def _metadata(row: dict, split: str) -> dict:
     braingle = _number(row.get("fun")) is not None
-    return Problem(
-        id=f"brainteaser/{split}/{row.get('id', index)}",
-        domain="brainteaser",
-        question=question,
-        answer=answer.strip(),
-        solution=None if _same_answer(answer, explanation) else explanation,
-        fields=fields,
-        metadata=hub_provenance(
-            HUB_ID,
-            split,
-            BRAINGLE_TERMS if braingle else "see dataset card",
-            "https://www.braingle.com/" if braingle and _from_file(split) else None,
-            category=row.get("category"),
-            difficulty=row.get("difficulty"),
-            fun=row.get("fun"),
-            popularity=row.get("popularity"),
-        ),
+    return hub_provenance(
+        HUB_ID,
+        split,
+        BRAINGLE_TERMS if braingle else "see dataset card",
+        "https://www.braingle.com/" if braingle and _from_file(split) else None,
+        category=row.get("category"),
+        difficulty=row.get("difficulty"),
+        fun=row.get("fun"),
+        popularity=row.get("popularity"),
     )
 
 

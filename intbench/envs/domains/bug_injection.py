@@ -170,6 +170,78 @@ def _call_sites(index: int, node: ast.Call, boundary_ints: set[int]) -> list[_Si
     return sites
 
 
+def _constant_sites(index, node, boundary_ints, names):
+    if id(node) in boundary_ints:
+        sites = [_Site(index, "off_by_one", "add", 1)]
+        if node.value > 0:
+            sites.append(_Site(index, "off_by_one", "add", -1))
+        return sites
+    if isinstance(node.value, bool):
+        return [_Site(index, "wrong_constant", "flip_bool")]
+    return []
+
+
+def _arithmetic_sites(index, node, boundary_ints, names):
+    if type(node.op) in _ARITHMETIC_SWAPS:
+        return [_Site(index, "arithmetic_operator", "swap_op")]
+    return []
+
+
+def _compare_sites(index, node, boundary_ints, names):
+    if len(node.ops) != 1:
+        return []
+    if type(node.ops[0]) in _BOUNDARY_SWAPS:
+        return [_Site(index, "comparison_boundary", "swap_compare")]
+    if type(node.ops[0]) in _NEGATION_SWAPS:
+        return [_Site(index, "negated_condition", "swap_compare")]
+    return []
+
+
+def _boolop_sites(index, node, boundary_ints, names):
+    return [_Site(index, "boolean_operator", "swap_boolop")]
+
+
+def _condition_sites(index, node, boundary_ints, names):
+    if isinstance(node.test, ast.Compare):
+        return []  # comparisons are mutated by _compare_sites
+    return [_Site(index, "negated_condition", "negate_test")]
+
+
+def _return_sites(index, node, boundary_ints, names):
+    if not isinstance(node.value, ast.Name):
+        return []
+    others = [n for n in names if n != node.value.id]
+    return [_Site(index, "wrong_return", "rename_return", others[0])] if others else []
+
+
+def _name_sites(index, node, boundary_ints, names):
+    if not isinstance(node.ctx, ast.Load) or node.id not in names:
+        return []
+    others = [n for n in names if n != node.id]
+    # The next name in sorted order: deterministic and usually type-compatible enough.
+    return [_Site(index, "wrong_variable", "rename", others[0])] if others else []
+
+
+# Node type -> the mutations planned on it; the first matching type wins.
+_SITE_RULES = (
+    (ast.Constant, _constant_sites),
+    ((ast.BinOp, ast.AugAssign), _arithmetic_sites),
+    (ast.Compare, _compare_sites),
+    (ast.BoolOp, _boolop_sites),
+    ((ast.If, ast.IfExp), _condition_sites),
+    (ast.Call, lambda index, node, boundary_ints, _names: _call_sites(index, node, boundary_ints)),
+    (ast.Return, _return_sites),
+    (ast.Name, _name_sites),
+)
+
+
+def _node_sites(index: int, node: ast.AST, boundary_ints: set[int], names) -> list[_Site]:
+    for kind, rule in _SITE_RULES:
+        if isinstance(node, kind):
+            return rule(index, node, boundary_ints, names)
+    return []
+
+
 def _plan_sites(function: ast.FunctionDef, nodes: list[ast.AST]) -> list[_Site]:
     excluded = _excluded_ids(function)
     boundary_ints = _int_constant_parents(function)
@@ -178,38 +250,8 @@ def _plan_sites(function: ast.FunctionDef, nodes: list[ast.AST]) -> list[_Site]:
     for index, node in enumerate(nodes):
         if id(node) in excluded:
             continue
-        if isinstance(node, ast.Constant) and id(node) in boundary_ints:
-            sites.append(_Site(index, "off_by_one", "add", 1))
-            if node.value > 0:
-                sites.append(_Site(index, "off_by_one", "add", -1))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            sites.append(_Site(index, "wrong_constant", "flip_bool"))
-        elif isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _ARITHMETIC_SWAPS:
-            sites.append(_Site(index, "arithmetic_operator", "swap_op"))
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
-            if type(node.ops[0]) in _BOUNDARY_SWAPS:
-                sites.append(_Site(index, "comparison_boundary", "swap_compare"))
-            elif type(node.ops[0]) in _NEGATION_SWAPS:
-                sites.append(_Site(index, "negated_condition", "swap_compare"))
-        elif isinstance(node, ast.BoolOp):
-            sites.append(_Site(index, "boolean_operator", "swap_boolop"))
-        elif isinstance(node, (ast.If, ast.IfExp)) and not isinstance(node.test, ast.Compare):
-            sites.append(_Site(index, "negated_condition", "negate_test"))
-        elif isinstance(node, ast.Call):
-            sites += _call_sites(index, node, boundary_ints)
-        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
-            others = [n for n in names if n != node.value.id]
-            if others:
-                sites.append(_Site(index, "wrong_return", "rename_return", others[0]))
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
-            others = [n for n in names if n != node.id]
-            if others:
-                # The next name in sorted order: deterministic and usually type-compatible enough.
-                sites.append(_Site(index, "wrong_variable", "rename", others[0]))
-        if (
-            isinstance(node, (ast.Assign, ast.AugAssign, ast.If, ast.Expr))
-            and id(node) not in excluded
-        ):
+        sites += _node_sites(index, node, boundary_ints, names)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.If, ast.Expr)):
             sites.append(_Site(index, "removed_statement", "remove"))
     return sites
 

@@ -75,6 +75,7 @@ from intbench.envs.domains.base import (
     as_list,
     hub_provenance,
 )
+from intbench.extras import require
 from intbench.records import Problem
 
 logger = logging.getLogger(__name__)
@@ -329,6 +330,7 @@ def download(repo_id: str, filename: str) -> str:
         HubUnavailableError: the hub (or, offline, its cache) cannot give the file.
         DataSourceError: the repository has no file of that name.
     """
+    require("datasets", "huggingface_hub", "the debug domain's hub files")
     import huggingface_hub
     from huggingface_hub.errors import EntryNotFoundError
 
@@ -635,7 +637,11 @@ def load_debugbench(path: str | os.PathLike | None = None) -> list[Problem]:
     """DebugBench's Python rows with tests from their examples (see the module doc).
 
     ``path``: a local copy (JSON/JSONL, split ``local``); else the hub's split ``test``.
+    A JSONL copy is read without ``datasets``.
     """
+    if path is not None and Path(path).suffix.lower() == ".jsonl":
+        return map_rows(base.jsonl_rows(Path(path)), "local")
+    require("datasets", "datasets", "DebugBench from the hub or a JSON file")
     import datasets
 
     if path is None:

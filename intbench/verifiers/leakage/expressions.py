@@ -168,31 +168,46 @@ def _exact(tree: tuple) -> Fraction:
         return tree[1]
     if kind in ("var", "pi"):
         raise _Inexact
-    if kind == "neg":
-        return -_exact(tree[1])
-    if kind == "sqrt":
-        value = _exact(tree[1])
-        if value < 0:
-            raise _Inexact
-        root = Fraction(math.isqrt(value.numerator), math.isqrt(value.denominator))
-        if root * root != value:
-            raise _Inexact
-        return root
-    if kind == "fact":
-        return Fraction(math.factorial(_integer(_exact(tree[1]), MAX_FACTORIAL)))
+    if kind in _EXACT_UNARY:
+        return _EXACT_UNARY[kind](_exact(tree[1]))
     left, right = _exact(tree[1]), _exact(tree[2])
-    if kind == "binom":
-        return Fraction(math.comb(_integer(left, 10**6), _integer(right, 10**6)))
-    if kind == "pow":
-        if right.denominator != 1 or abs(right) > MAX_EXPONENT or (left == 0 and right < 0):
-            raise _Inexact
-        return _bounded(left ** int(right))
-    operations = {"add": left.__add__, "sub": left.__sub__, "mul": left.__mul__}
-    if kind in operations:
-        return _bounded(operations[kind](right))
+    return _EXACT_BINARY.get(kind, _exact_div)(left, right)
+
+
+def _exact_sqrt(value: Fraction) -> Fraction:
+    if value < 0:
+        raise _Inexact
+    root = Fraction(math.isqrt(value.numerator), math.isqrt(value.denominator))
+    if root * root != value:
+        raise _Inexact
+    return root
+
+
+def _exact_pow(left: Fraction, right: Fraction) -> Fraction:
+    if right.denominator != 1 or abs(right) > MAX_EXPONENT or (left == 0 and right < 0):
+        raise _Inexact
+    return _bounded(left ** int(right))
+
+
+def _exact_div(left: Fraction, right: Fraction) -> Fraction:
     if right == 0:
         raise _Inexact
     return _bounded(left / right)
+
+
+_EXACT_UNARY = {
+    "neg": lambda value: -value,
+    "sqrt": _exact_sqrt,
+    "fact": lambda value: Fraction(math.factorial(_integer(value, MAX_FACTORIAL))),
+}
+# Operators of two operands; any other kind is a division.
+_EXACT_BINARY = {
+    "binom": lambda left, right: Fraction(math.comb(_integer(left, 10**6), _integer(right, 10**6))),
+    "pow": _exact_pow,
+    "add": lambda left, right: _bounded(left + right),
+    "sub": lambda left, right: _bounded(left - right),
+    "mul": lambda left, right: _bounded(left * right),
+}
 
 
 def exact_value(span: str) -> Fraction | None:

@@ -171,20 +171,35 @@ def math_leaked(problem: Problem, message: str) -> bool:
     if reference.words is not None:  # a worded answer ("Monday", "(C)"): the text rule
         return text_leaked(problem, message)
     for span in candidate_spans(plain_math(message)):
-        if _letters(span) != wanted:
-            continue
-        if not reference.relation and _RELATION_SPLIT.search(span):
-            continue  # the verifier rejects a relation for a plain reference; its sides are candidates
-        readings = _readings(span) if reference_samples is not None else None
-        if readings is not None and all(samples_differ(r, reference_samples) for r in readings):
-            continue  # a different value: the verifier could not accept it
-        value = exact_value(span)
-        graded = span if value is None or _PLAIN_NUMBER.fullmatch(span) else _literal(value)
-        verdict = verify_math(problem, "\\boxed{" + graded + "}")
-        if verdict.status == "error":
-            return True
-        if verdict.status == "correct" and (
-            not _in_statement(span, statement) or normalize_answer(span).text == reference.text
+        if _may_be_answer(span, reference, wanted, reference_samples) and _accepted(
+            problem, span, reference, statement
         ):
             return True
     return False
+
+
+def _may_be_answer(span: str, reference, wanted: frozenset[str], reference_samples) -> bool:
+    """Cheap checks first: the span has the reference's variables, is a relation only where
+    the reference is one, and its sampled values do not all differ from the reference's."""
+    if _letters(span) != wanted:
+        return False
+    if not reference.relation and _RELATION_SPLIT.search(span):
+        return (
+            False  # the verifier rejects a relation for a plain reference; its sides are candidates
+        )
+    readings = _readings(span) if reference_samples is not None else None
+    # All readings of a different value: the verifier could not accept it.
+    return readings is None or not all(samples_differ(r, reference_samples) for r in readings)
+
+
+def _accepted(problem: Problem, span: str, reference, statement: str) -> bool:
+    """The verifier accepts ``span`` (or fails on it), and it does not merely restate the
+    statement."""
+    value = exact_value(span)
+    graded = span if value is None or _PLAIN_NUMBER.fullmatch(span) else _literal(value)
+    verdict = verify_math(problem, "\\boxed{" + graded + "}")
+    if verdict.status == "error":
+        return True
+    return verdict.status == "correct" and (
+        not _in_statement(span, statement) or normalize_answer(span).text == reference.text
+    )

@@ -117,10 +117,26 @@ def _spoken_number(words: list[str], i: int) -> tuple[str, int] | None:
     if cardinal is None:
         return None
     value, end = cardinal
+    spoken = _spoken_fraction(words, value, end) or _spoken_decimal(words, value, end)
+    if spoken is not None:
+        return spoken
+    # A lone "one" before a word is a pronoun or article ("one way to see it").
+    if words[i] == "one" and end == i + 1 and end < len(words) and words[end].isalpha():
+        return None
+    return str(value), end
+
+
+def _spoken_fraction(words: list[str], value: int, end: int) -> tuple[str, int] | None:
+    """``value`` over the denominator word at ``end`` ("three quarters", "one-half")."""
     if end + 1 < len(words) and words[end] == "-" and words[end + 1] in _DENOMINATORS:
         end += 1  # "one-half"
     if end < len(words) and words[end] in _DENOMINATORS:
         return f"{value}/{_DENOMINATORS[words[end]]}", end + 1
+    return None
+
+
+def _spoken_decimal(words: list[str], value: int, end: int) -> tuple[str, int] | None:
+    """``value`` and the digit words after a "point" at ``end`` ("three point one four")."""
     if end + 1 < len(words) and words[end] == "point" and words[end + 1] in _UNITS:
         decimals = []
         end += 1
@@ -128,10 +144,7 @@ def _spoken_number(words: list[str], i: int) -> tuple[str, int] | None:
             decimals.append(str(_UNITS[words[end]]))
             end += 1
         return f"{value}.{''.join(decimals)}", end
-    # A lone "one" before a word is a pronoun or article ("one way to see it").
-    if words[i] == "one" and end == i + 1 and end < len(words) and words[end].isalpha():
-        return None
-    return str(value), end
+    return None
 
 
 def _spell_out_numbers(text: str) -> str:

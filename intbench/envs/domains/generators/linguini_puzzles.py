@@ -324,44 +324,74 @@ def choose_examples(rng: random.Random, lang: dict, query: dict, count: int) -> 
 
 
 def _explain(lang: dict) -> str:
-    rules = lang["rules"]
     role_names = {"S": "subject", "V": "verb", "O": "object"}
     lines = [
         f"Word order: {', '.join(role_names[r] for r in lang['order'])} (intransitive sentences drop the object)."
     ]
+    lines += _plural_lines(lang)
+    for rule, describe in _RULE_LINES:
+        if rule in lang["rules"]:
+            lines += describe(lang)
+    lines.append(_vocabulary_line(lang))
+    return " ".join(lines)
+
+
+def _plural_lines(lang: dict) -> list[str]:
+    lines = []
     classes = len(lang["plural"])
     for index, marker in enumerate(lang["plural"]):
         where = f"prefix {marker}-" if lang["plural_prefix"] else f"suffix -{marker}"
         scope = f" on class {CLASS_NAMES[index]} nouns" if classes > 1 else ""
         lines.append(f"Plural nouns take the {where}{scope}.")
-    if "tense" in rules:
+    return lines
+
+
+def _tense_lines(lang: dict) -> list[str]:
+    return [
+        f"The verb takes -{lang['tense']['past']} in the past and -{lang['tense']['future']} in the future; the present is unmarked."
+    ]
+
+
+def _agreement_lines(lang: dict) -> list[str]:
+    return [f"After any tense suffix, a verb with a plural subject takes -{lang['verb_plural']}."]
+
+
+def _case_lines(lang: dict) -> list[str]:
+    return [f"The object noun takes the suffix -{lang['case']} (after any plural marker)."]
+
+
+def _adjective_lines(lang: dict) -> list[str]:
+    return [f"Adjectives come {'after' if lang['adjective_after'] else 'before'} their noun."]
+
+
+def _noun_class_lines(lang: dict) -> list[str]:
+    lines = []
+    for index, marker in enumerate(lang["agreement"]):
+        members = ", ".join(NOUNS[n["en"]][0] for n in lang["nouns"] if n["class"] == index)
         lines.append(
-            f"The verb takes -{lang['tense']['past']} in the past and -{lang['tense']['future']} in the future; the present is unmarked."
+            f"Adjectives agreeing with class {CLASS_NAMES[index]} nouns ({members}) take the prefix {marker}-."
         )
-    if "verb_agreement" in rules:
-        lines.append(
-            f"After any tense suffix, a verb with a plural subject takes -{lang['verb_plural']}."
-        )
-    if "case" in rules:
-        lines.append(f"The object noun takes the suffix -{lang['case']} (after any plural marker).")
-    if "adjective" in rules:
-        lines.append(
-            f"Adjectives come {'after' if lang['adjective_after'] else 'before'} their noun."
-        )
-    if "noun_class" in rules:
-        for index, marker in enumerate(lang["agreement"]):
-            members = ", ".join(NOUNS[n["en"]][0] for n in lang["nouns"] if n["class"] == index)
-            lines.append(
-                f"Adjectives agreeing with class {CLASS_NAMES[index]} nouns ({members}) take the prefix {marker}-."
-            )
+    return lines
+
+
+# The optional rules a language may have, in the order the solution explains them.
+_RULE_LINES = (
+    ("tense", _tense_lines),
+    ("verb_agreement", _agreement_lines),
+    ("case", _case_lines),
+    ("adjective", _adjective_lines),
+    ("noun_class", _noun_class_lines),
+)
+
+
+def _vocabulary_line(lang: dict) -> str:
     vocab = [f"{n['stem']} = {NOUNS[n['en']][0]}" for n in lang["nouns"]]
     vocab += [
         f"{v['stem']} = {(TRANSITIVE if v['transitive'] else INTRANSITIVE)[v['en']][0]}"
         for v in lang["verbs"]
     ]
     vocab += [f"{a['stem']} = {ADJECTIVES[a['en']]}" for a in lang["adjectives"]]
-    lines.append("Vocabulary: " + "; ".join(vocab) + ".")
-    return " ".join(lines)
+    return "Vocabulary: " + "; ".join(vocab) + "."
 
 
 def build_puzzle(params: dict) -> tuple[str, str, str]:

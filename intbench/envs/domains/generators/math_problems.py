@@ -1389,9 +1389,9 @@ def _sample_digit_count(rng: random.Random, level: int) -> dict:
     }
 
 
-def _build_digit_count(p: dict) -> Built:
-    digits, total, no_zero = p["digits"], p["total"], p["no_zero"]
-    ways = {0: 1}  # DP over digit positions: ways[s] = numbers so far with digit sum s
+def _digit_sum_ways(digits: int, total: int, no_zero: bool) -> int:
+    """Numbers of ``digits`` digits summing to ``total``, by a DP over digit positions."""
+    ways = {0: 1}  # ways[s] = numbers so far with digit sum s
     for position in range(digits):
         low = 1 if (position == 0 or no_zero) else 0
         nxt: dict[int, int] = {}
@@ -1399,11 +1399,12 @@ def _build_digit_count(p: dict) -> Built:
             for digit in range(low, 10):
                 nxt[s + digit] = nxt.get(s + digit, 0) + w
         ways = nxt
-    answer = ways.get(total, 0)
-    if answer == 0:
-        raise DegenerateProblem("no such numbers")
-    # Second route: inclusion-exclusion over digits exceeding their range, after
-    # shifting every digit down to start at 0.
+    return ways.get(total, 0)
+
+
+def _digit_sum_inclusion_exclusion(digits: int, total: int, no_zero: bool) -> int:
+    """The same count by inclusion-exclusion over digits exceeding their range, after
+    shifting every digit down to start at 0 (the second route)."""
     spans = [9 - (1 if (i == 0 or no_zero) else 0) for i in range(digits)]
     target = total - sum(1 for i in range(digits) if i == 0 or no_zero)
     check = 0
@@ -1411,6 +1412,15 @@ def _build_digit_count(p: dict) -> Built:
         rest = target - sum(span + 1 for span, c in zip(spans, chosen, strict=True) if c)
         if rest >= 0:
             check += (-1) ** sum(chosen) * math.comb(rest + digits - 1, digits - 1)
+    return check
+
+
+def _build_digit_count(p: dict) -> Built:
+    digits, total, no_zero = p["digits"], p["total"], p["no_zero"]
+    answer = _digit_sum_ways(digits, total, no_zero)
+    if answer == 0:
+        raise DegenerateProblem("no such numbers")
+    check = _digit_sum_inclusion_exclusion(digits, total, no_zero)
     extra = " none of whose digits is zero" if no_zero else ""
     question = (
         f"How many {digits}-digit positive integers{extra} have digits that sum to ${total}$?"
