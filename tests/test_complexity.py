@@ -18,11 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 REMAINING = {
     "intbench.agents.backends.embedded:_check_copy",
-    "intbench.export:episode_row",
     "intbench.generalization.contexts:evaluate_generalization",
     "intbench.report.figures:monitor_bars",
     "intbench.report.figures:timing_scatter",
-    "intbench.report.html:_monitor_view",
+    "intbench.report.html:monitor_view",
     "intbench.runner:_run_locked",
     "intbench.runner:check_replay",
     "intbench.training.audit:audit_reward",

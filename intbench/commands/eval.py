@@ -275,17 +275,20 @@ def failure_status(episodes: list[dict], max_rate: float | None) -> int:
 
 
 def _runs_matrices(env: str) -> bool:
+    """Whether ``env`` is an id of a protocol that matrices run; if not, say so."""
     try:
-        return protocol_of_env_id(env).matrix
+        if protocol_of_env_id(env).matrix:
+            return True
     except ValueError:
-        return False
+        pass
+    ids = " or ".join(f"IntBench-<Domain>{p.id_suffix}" for p in PROTOCOLS.values() if p.matrix)
+    names = " or ".join(p.title for p in PROTOCOLS.values() if p.matrix)
+    print(f"error: matrix runs {names}; use an {ids} id", file=sys.stderr)
+    return False
 
 
 def _matrix(args) -> int:
     if not _runs_matrices(args.env):
-        ids = " or ".join(f"IntBench-<Domain>{p.id_suffix}" for p in PROTOCOLS.values() if p.matrix)
-        names = " or ".join(p.title for p in PROTOCOLS.values() if p.matrix)
-        print(f"error: matrix runs {names}; use an {ids} id", file=sys.stderr)
         return 2
     _tracking_options(args)
     if args.pairs < 1:
