@@ -526,8 +526,8 @@ def _unit_name(unit: str, power: str | None) -> str:
     return words + (f"^{digits}" if digits else "")
 
 
-def normalize_answer(answer: str) -> NormalizedAnswer:
-    """Cheaply normalise a LaTeX answer for string and plain-number comparison."""
+def _clean_latex(answer: str) -> str:
+    """The unwrapped answer with one spelling of fractions and dots, and no spacing or degrees."""
     s = _strip_wrapping(answer)
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     s = s.replace("{,}", ",").replace("\\$", "").replace("\\dots", "\\ldots")
@@ -535,44 +535,77 @@ def normalize_answer(answer: str) -> NormalizedAnswer:
     s = _MATH_THOUSANDS_RE.sub(",", s)
     s = _SPACING_RE.sub(" ", s)
     s = _DEGREE_RE.sub("", s)
-    s = s.strip()
+    return s.strip()
+
+
+def _split_percent(s: str) -> tuple[str, bool]:
+    """``(s without its percent sign, whether it is a percentage)``."""
     # One percent sign at the end is read; "5\%\%" keeps its signs and matches nothing.
     percent = s.endswith("%") and s.count("%") == 1
     if s.count("%") == 1:
         s = s.replace("\\%", "").replace("%", "")
+    return s, percent
+
+
+def _strip_text_commands(s: str) -> tuple[str, bool]:
+    """``(s with \\text{..} and its kin unwrapped, whether it had any)``."""
     had_text = bool(_TEXT_CMD_RE.search(s))
     for _ in range(3):  # nested \text{\textbf{..}}
         s = _TEXT_CMD_RE.sub(lambda m: " " + m.group(1) + " ", s)
-    s = " ".join(s.split()).rstrip(".").strip()
+    return " ".join(s.split()).rstrip(".").strip(), had_text
+
+
+def _split_unit(s: str) -> tuple[str, str | None]:
+    """``(s without a trailing unit, the unit's canonical name)``."""
+    unit_match = _TRAILING_UNIT_RE.match(s)
+    if unit_match:
+        return unit_match.group(1), _unit_name(unit_match.group(2), unit_match.group(3))
+    return s, None
+
+
+def _split_assignment(s: str) -> tuple[str, str | None]:
+    """``(the value of "x = value", the variable)``; ``s`` itself when it assigns nothing."""
+    assignment = _ASSIGNMENT_RE.match(s)
+    if assignment:
+        return s[assignment.end() :].strip(), _INNER_SPACE_RE.sub("", assignment.group(1))
+    return s, None
+
+
+def _answer_words(s: str, had_text: bool) -> str | None:
+    """The lower-cased words of a word answer or the letter of a choice such as ``(B)``."""
+    choice = re.fullmatch(r"\(([A-Za-z])\)", s)
+    if choice:
+        return choice.group(1).lower()
+    if _WORDS_RE.match(s) and (had_text or " " in s or len(s) >= 4):
+        # Short bare letter runs such as "xy" are products of variables, not words.
+        return " ".join(s.lower().split())
+    return None
+
+
+def _split_base(text: str) -> tuple[str, int | None]:
+    """``(the digits, the base)`` of a numeral with a base subscript; ``text`` itself otherwise."""
+    base_match = _BASE_RE.match(text)
+    if base_match:
+        return base_match.group(1), int(base_match.group(2))
+    return text, None
+
+
+def normalize_answer(answer: str) -> NormalizedAnswer:
+    """Cheaply normalise a LaTeX answer for string and plain-number comparison."""
+    s, percent = _split_percent(_clean_latex(answer))
+    s, had_text = _strip_text_commands(s)
     percent_word = _PERCENT_WORD_RE.search(s)
     if percent_word and not percent and "%" not in s:
         s, percent = s[: percent_word.start()].strip(), True
-    unit_match = _TRAILING_UNIT_RE.match(s)
-    unit = None
-    if unit_match:
-        s, unit = unit_match.group(1), _unit_name(unit_match.group(2), unit_match.group(3))
+    s, unit = _split_unit(s)
     s = _LIST_WORD_RE.sub(", ", s)
-    variable = None
-    assignment = _ASSIGNMENT_RE.match(s)
-    if assignment:
-        variable = _INNER_SPACE_RE.sub("", assignment.group(1))
-        s = s[assignment.end() :].strip()
-    words = None
-    choice = re.fullmatch(r"\(([A-Za-z])\)", s)
-    if choice:
-        words = choice.group(1).lower()
-    elif _WORDS_RE.match(s) and (had_text or " " in s or len(s) >= 4):
-        # Short bare letter runs such as "xy" are products of variables, not words.
-        words = " ".join(s.lower().split())
+    s, variable = _split_assignment(s)
+    words = _answer_words(s, had_text)
     relation = bool(_RELATION_RE.search(s))
     marks = frozenset(
         mark for mark, pattern in (("prime", _PRIME_RE), ("dots", _DOTS_RE)) if pattern.search(s)
     )
-    text = _squeeze_number(s)
-    base_match = _BASE_RE.match(text)
-    base = None
-    if base_match:
-        text, base = base_match.group(1), int(base_match.group(2))
+    text, base = _split_base(_squeeze_number(s))
     return NormalizedAnswer(text, percent, words, variable, relation, unit, base, marks)
 
 
@@ -706,26 +739,32 @@ def _irrational_surd(text: str) -> bool:
     return radicand > 0 and math.isqrt(radicand) ** 2 != radicand
 
 
-def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[bool, str] | None:
-    """Decide cheaply when possible: ``(is_correct, stage)`` or ``None`` to defer."""
+def _form_mismatch(reference: NormalizedAnswer, answer: NormalizedAnswer) -> str | None:
+    """The stage that rejects an answer of another form than the reference, if any."""
     if any(command in answer.text for command in _BOX_COMMANDS):
-        return False, "box_operand"  # -\boxed{3}, \boxed{\boxed{5}+6}: a box inside the answer
+        return "box_operand"  # -\\boxed{3}, \\boxed{\\boxed{5}+6}: a box inside the answer
     if reference.variable and answer.variable and reference.variable != answer.variable:
-        return False, "variable"
+        return "variable"
     if reference.unit and answer.unit and reference.unit != answer.unit:
-        return False, "unit"
+        return "unit"
     if answer.marks - reference.marks:
-        return False, "marks"
-    if reference.base is not None or answer.base is not None:
-        return _bases_match(reference, answer), "base"
-    if reference.text == answer.text and reference.percent == answer.percent:
-        return True, "string"
-    if reference.words is not None:
-        return answer.words == reference.words or answer.text.lower() == reference.words, "text"
-    if answer.relation and not reference.relation:
-        if reference.variable is not None and _equation_sides(answer) is not None:
-            return None  # x = 3 against 2x = 6: compared as equations in the worker
-        return False, "relation"
+        return "marks"
+    return None
+
+
+def _relation_verdict(
+    reference: NormalizedAnswer, answer: NormalizedAnswer
+) -> tuple[bool, str] | None:
+    """A relation given for a value: wrong, unless both may be equations of one variable."""
+    if reference.variable is not None and _equation_sides(answer) is not None:
+        return None  # x = 3 against 2x = 6: compared as equations in the worker
+    return False, "relation"
+
+
+def _numeric_verdict(
+    reference: NormalizedAnswer, answer: NormalizedAnswer
+) -> tuple[bool, str] | None:
+    """Compare plain numbers (under the percent readings); ``None`` when either is not one."""
     reference = _decimal_comma_reference(reference, answer)
     ref_value, ans_value = _plain_number(reference.text), _answer_value(reference, answer)
     if ref_value is None and ans_value is not None and _irrational_surd(reference.text):
@@ -737,6 +776,22 @@ def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[b
         ref_value, ans_value, reference.percent, answer.percent, ref_value.denominator == 1
     )
     return any(_numbers_match(r, a, reference.text) for r, a in readings), "numeric"
+
+
+def _fast_path(reference: NormalizedAnswer, answer: NormalizedAnswer) -> tuple[bool, str] | None:
+    """Decide cheaply when possible: ``(is_correct, stage)`` or ``None`` to defer."""
+    mismatch = _form_mismatch(reference, answer)
+    if mismatch is not None:
+        return False, mismatch
+    if reference.base is not None or answer.base is not None:
+        return _bases_match(reference, answer), "base"
+    if reference.text == answer.text and reference.percent == answer.percent:
+        return True, "string"
+    if reference.words is not None:
+        return answer.words == reference.words or answer.text.lower() == reference.words, "text"
+    if answer.relation and not reference.relation:
+        return _relation_verdict(reference, answer)
+    return _numeric_verdict(reference, answer)
 
 
 # ---------------------------------------------------------------------------
@@ -888,24 +943,37 @@ def _numerically_close(reference, answer, reference_text: str) -> bool:
     )
 
 
+def _is_statement(reference, answer) -> bool:
+    """Whether the answer is a statement where the reference is a value."""
+    import sympy
+    from latex2sympy2_extended.logic import And
+
+    if isinstance(answer, sympy.logic.boolalg.BooleanAtom):
+        return True  # "2 = 2" evaluates to True: a statement, not a value
+    return isinstance(answer, And) and not isinstance(reference, And)  # a chain such as x = 3 = 2
+
+
+def _infinities_equal(reference, answer) -> bool:
+    """Only a signed infinity equals itself: 1:00 and 12:00 both read as complex infinity
+    (a division by zero), which says nothing about either answer."""
+    import sympy
+
+    undefined = any(x.has(sympy.zoo) or x.has(sympy.nan) for x in (reference, answer))
+    return not undefined and reference == answer
+
+
 def _sympy_equal(reference, answer, reference_text: str) -> bool:
     """Compare two parsed values under the exactness, infinity and relation rules."""
     import sympy
-    from latex2sympy2_extended.logic import And
     from math_verify import verify
 
     if not all(isinstance(x, (sympy.Basic, sympy.MatrixBase)) for x in (reference, answer)):
         return False
-    if isinstance(answer, sympy.logic.boolalg.BooleanAtom):
-        return False  # "2 = 2" evaluates to True: a statement, not a value
-    if isinstance(answer, And) and not isinstance(reference, And):
-        return False  # a chain such as x = 3 = 2
+    if _is_statement(reference, answer):
+        return False
     scalars = isinstance(reference, sympy.Expr) and isinstance(answer, sympy.Expr)
     if scalars and (_has_infinity(reference) or _has_infinity(answer)):
-        # Only a signed infinity equals itself: 1:00 and 12:00 both read as complex
-        # infinity (a division by zero), which says nothing about either answer.
-        undefined = any(x.has(sympy.zoo) or x.has(sympy.nan) for x in (reference, answer))
-        return not undefined and reference == answer
+        return _infinities_equal(reference, answer)
     if is_inexact(reference_text) and scalars and reference.is_number and answer.is_number:
         return _numerically_close(reference, answer, reference_text)
     return bool(verify(reference, answer, strict=True, timeout_seconds=None))
@@ -1191,6 +1259,11 @@ def _verify(
     answers, pooled = _graded_answers(reference, distinct)
     if len(distinct) > MAX_BOXES or any(len(a) > MAX_ANSWER_CHARS for a in answers):
         return decide(_strings_only(reference, distinct, pooled), "too_long")
+    return _grade_answers(reference, answers, timeout_s, pool, decide, details)
+
+
+def _grade_answers(reference, answers, timeout_s, pool, decide, details) -> Verdict:
+    """The fast path on every answer, then one worker call for those it leaves undecided."""
     ref_norm = normalize_answer(reference)
     pending = []
     for answer in answers:
