@@ -21,7 +21,6 @@ REMAINING = {
     "intbench.generalization.contexts:evaluate_generalization",
     "intbench.report.figures:monitor_bars",
     "intbench.report.figures:timing_scatter",
-    "intbench.report.html:monitor_view",
     "intbench.runner:_run_locked",
     "intbench.runner:check_replay",
     "intbench.training.audit:audit_reward",
