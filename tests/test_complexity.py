@@ -21,8 +21,6 @@ REMAINING = {
     "intbench.generalization.contexts:evaluate_generalization",
     "intbench.report.figures:monitor_bars",
     "intbench.report.figures:timing_scatter",
-    "intbench.runner:_run_locked",
-    "intbench.runner:check_replay",
     "intbench.training.audit:audit_reward",
     "intbench.training.config:TrainConfig.__post_init__",
     "intbench.training.feedback:FeedbackRollout.__call__",
