@@ -3,7 +3,7 @@
 Uses radon's McCabe count (in the ``dev`` extra; not a dependency of the
 package).  Prints a Markdown table and the count; the results file keeps the
 last one, so a change that adds a complex function shows in its diff.
-``tests/test_complexity.py`` fails on any function above 15 not on its list.
+``tests/test_complexity.py`` fails on any function above 15.
 
     python benchmarks/complexity.py [--limit 15] > benchmarks/results/complexity.md
 """

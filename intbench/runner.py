@@ -45,6 +45,8 @@ from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError, canonic
 from intbench.scheduling import Scheduler, episode_program
 
 if TYPE_CHECKING:  # teachers load the model-side modules; a run imports them when it starts
+    from intbench.agents.base import ChatBackend
+    from intbench.rundir import EpisodeLog
     from intbench.teachers import Teacher
 
 __all__ = [
@@ -183,14 +185,7 @@ def _run_locked(
     skipped = len(keys) - len(todo)
     student = first.executor.backends["student"]
     summary = RunSummary(
-        config.to_dict(),
-        {
-            "student": student,
-            "teacher": teacher.backend,
-            "judge": shared_backend(config.judge) if config.judge else None,
-        },
-        prices,
-        setup_started,
+        config.to_dict(), _backends(config, student, teacher), prices, setup_started
     )
     summary.total, summary.skipped, summary.retried = len(keys), skipped, retried
     summary.settings = first.summary_settings()
@@ -219,7 +214,7 @@ def _run_locked(
 
     try:
         with log:
-            if (workers > 1 or ray_address is not None) and len(todo) > 1:
+            if _in_workers(workers, ray_address, todo):
                 first.close()
                 _play_in_workers(
                     config,
@@ -249,10 +244,31 @@ def _run_locked(
         save_summary(force=True)  # also after an interruption: what was done until then
         if bar is not None:
             bar.close()
-    episodes = [
+    episodes = _episodes(keys, played, log)
+    return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
+
+
+def _backends(
+    config: RunConfig, student: ChatBackend, teacher: Teacher
+) -> dict[str, ChatBackend | None]:
+    """The run's backends by role, for the summary's token usage (no judge: ``None``)."""
+    return {
+        "student": student,
+        "teacher": teacher.backend,
+        "judge": shared_backend(config.judge) if config.judge else None,
+    }
+
+
+def _in_workers(workers: int, ray_address: str | None, todo: list[str]) -> bool:
+    """Whether the episodes are played in worker processes or Ray tasks (not for one)."""
+    return (workers > 1 or ray_address is not None) and len(todo) > 1
+
+
+def _episodes(keys: list[str], played: dict[str, dict], log: EpisodeLog) -> list[dict]:
+    """The run's records in key order: this run's as played, earlier ones from the log."""
+    return [
         played[k] if k in played else log.records[k].to_dict() for k in keys if k in log.records
     ]
-    return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
 
 
 def _size_grader(domain: str, concurrency: int) -> None:
@@ -701,6 +717,15 @@ def check_replay(config: RunConfig) -> dict:
     source = _replayed_dir(config)
     where = str(source.path)
     saved = replayed_config(source.path)
+    _check_replay_protocols(config, saved, where)
+    ours, theirs = _standard_options(config, saved, where)
+    _check_same_run(config, saved, ours, theirs, where)
+    _check_replayed_episodes(source, config.repeats, where)
+    return saved
+
+
+def _check_replay_protocols(config: RunConfig, saved: dict, where: str) -> None:
+    """Both runs' envs are of a protocol with interventions."""
     protocols: tuple[str | None, str | None]
     try:
         protocols = protocol_of(config.env_id), protocol_of(saved["env_id"])
@@ -711,12 +736,23 @@ def check_replay(config: RunConfig) -> dict:
         raise ReplayError(f"only {timed} runs replay interventions, not {config.env_id}")
     if not has(protocols[1] or "", "interventions"):
         raise ReplayError(f"{where} is not a {timed} run ({saved['env_id']})")
+
+
+def _standard_options(config: RunConfig, saved: dict, where: str) -> tuple[dict, dict]:
+    """This run's and the replayed run's env options with defaults filled in; both
+    runs must be of the standard condition."""
     ours = _options_with_defaults(config.env_id, config.env_options)
     theirs = _options_with_defaults(saved["env_id"], saved.get("env_options") or {})
     if theirs["condition"] != "standard":
         raise ReplayError(f"{where} is a {theirs['condition']} run; replay a Standard run")
     if ours["condition"] != "standard":
         raise ReplayError("replayed interventions need the standard condition (--condition)")
+    return ours, theirs
+
+
+def _check_same_run(config: RunConfig, saved: dict, ours: dict, theirs: dict, where: str) -> None:
+    """The same env, student, problems and teacher, the same env options but
+    :data:`REPLAY_FREE_OPTIONS`, and no more repeats than the replayed run made."""
     given = config.to_dict()
     for name in _SAME_RUN_FIELDS:
         if given[name] != saved.get(name):
@@ -739,7 +775,11 @@ def check_replay(config: RunConfig) -> dict:
         raise ReplayError(
             f"{where} has {saved.get('repeats', 1)} repeat(s), this run asks for {config.repeats}"
         )
-    keys = _replay_keys(source, config.repeats)
+
+
+def _check_replayed_episodes(source: RunDir, repeats: int, where: str) -> None:
+    """The replayed run finished every episode this run replays."""
+    keys = _replay_keys(source, repeats)
     episodes = {canonical_run_key(e.metadata.get("run_key")): e for e in source.episodes()}
     missing = [key for key in keys if not _usable(episodes.get(key))]
     if missing:
@@ -747,7 +787,6 @@ def check_replay(config: RunConfig) -> dict:
             f"{where} has no finished episode for {len(missing)} of the {len(keys)} this run "
             f"replays (first: {missing[0]}); resume that run first"
         )
-    return saved
 
 
 def replay_teacher(config: RunConfig, problems: list[Problem]) -> Teacher:

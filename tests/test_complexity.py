@@ -1,9 +1,6 @@
 """No function of ``intbench/`` above a cyclomatic complexity of 15 (radon's McCabe count).
 
-The functions still above it are listed in :data:`REMAINING`.  The list only
-shrinks: a new function above the limit fails the test, and so does a listed one
-that was brought under it (delete its entry).  ``benchmarks/complexity.py``
-prints the same functions with their counts.
+``benchmarks/complexity.py`` prints the functions above it with their counts.
 """
 
 from __future__ import annotations
@@ -15,20 +12,6 @@ import pytest
 
 LIMIT = 15
 ROOT = Path(__file__).resolve().parents[1]
-
-REMAINING = {
-    "intbench.agents.backends.embedded:_check_copy",
-    "intbench.generalization.contexts:evaluate_generalization",
-    "intbench.report.figures:monitor_bars",
-    "intbench.report.figures:timing_scatter",
-    "intbench.report.html:monitor_view",
-    "intbench.runner:_run_locked",
-    "intbench.runner:check_replay",
-    "intbench.training.audit:audit_reward",
-    "intbench.training.config:TrainConfig.__post_init__",
-    "intbench.training.feedback:FeedbackRollout.__call__",
-}
-"""``module:qualified name`` of every function still above :data:`LIMIT`."""
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +31,7 @@ def too_complex() -> dict[str, int]:
     }
 
 
-def test_no_new_function_above_the_limit(too_complex):
-    new = {name: n for name, n in too_complex.items() if name not in REMAINING}
-    assert not new, (
-        f"above cyclomatic complexity {LIMIT}: {new}; split them into helpers with one job each"
+def test_no_function_above_the_limit(too_complex):
+    assert not too_complex, (
+        f"above cyclomatic complexity {LIMIT}: {too_complex}; split them into helpers with one job each"
     )
-
-
-def test_listed_functions_are_still_above_the_limit(too_complex):
-    fixed = sorted(REMAINING - set(too_complex))
-    assert not fixed, f"now at most {LIMIT}, delete from REMAINING: {fixed}"

@@ -52,7 +52,7 @@ from intbench.records import (
     as_episode,
     as_episodes,
 )
-from intbench.rundir import RunDir
+from intbench.rundir import EpisodeLog, RunDir
 from intbench.verifiers import verify
 
 logger = logging.getLogger(__name__)
@@ -211,6 +211,10 @@ def run_key(episode: Episode, variant: Problem, context: str) -> str:
     return f"{episode.episode_id}|{variant.id}|{context}"
 
 
+_Job = tuple[str, Problem, Problem, Episode, SamplingParams]
+"""One record to run: (context, variant, original problem, original episode, sampling)."""
+
+
 def evaluate_generalization(
     episodes: Iterable[Episode | dict],
     variants: list[Problem],
@@ -259,43 +263,90 @@ def evaluate_generalization(
         log.drop_failed()
     name = backend_name(student)
     result = GeneralizationResult([])
-    jobs = []
+    jobs: list[_Job] = []
     for episode in as_episodes(episodes):
-        reason = _eligible(episode, only_intervened)
-        original = problems.get(episode.problem_id)
-        if reason is None and original is None:
-            reason = "original problem not given"
-        if reason is None and not by_original.get(original.id):
-            reason = "no variants of this problem"
+        reason = _skip_reason(episode, only_intervened, problems, by_original)
         if reason is not None:
             result.skipped.append({"episode_id": episode.episode_id, "reason": reason})
             continue
+        original = problems[episode.problem_id]
         base = sampling_from(sampling or episode.config.get("student_sampling"), **STUDENT_DEFAULTS)
-        intervened = applied_intervention(episode) is not None
-        for variant in by_original[original.id]:
-            chosen = replace(base, seed=_sample_seed(seed, variant, episode))
-            for context in contexts:
-                if context == "intervention_context" and not intervened:
-                    continue
-                key = run_key(episode, variant, context)
-                if log is not None and log.finished(key):
-                    result.records.append(log.records[key].to_dict())
-                    continue
-                jobs.append((context, variant, original, episode, chosen))
+        jobs += _episode_jobs(
+            episode, original, by_original[original.id], contexts, base, seed, log, result
+        )
     if jobs:
-        cache = JsonCache("student", cache_dir)  # the envs' shared student cache
-        executor = flows.RequestExecutor({"student": shared_backend(student)})
-        try:
-            for start in range(0, len(jobs), BATCH_SIZE):
-                batch = [
-                    _record_flow(cache, name, c, v, o, e, s, verifier)
-                    for c, v, o, e, s in jobs[start : start + BATCH_SIZE]
-                ]
-                for record in flows.run_flows(batch, executor):
-                    if log is not None:
-                        log.append(record)
-                    result.records.append(record.to_dict())
-                    result.ran += 1
-        finally:
-            executor.close()
+        _run_jobs(jobs, student, name, cache_dir, verifier, log, result)
     return result
+
+
+def _skip_reason(
+    episode: Episode,
+    only_intervened: bool,
+    problems: dict[str, Problem],
+    by_original: dict[str, list[Problem]],
+) -> str | None:
+    """Why an original episode is not used (also: its problem or variants not given), or ``None``."""
+    reason = _eligible(episode, only_intervened)
+    if reason is not None:
+        return reason
+    original = problems.get(episode.problem_id)
+    if original is None:
+        return "original problem not given"
+    if not by_original.get(original.id):
+        return "no variants of this problem"
+    return None
+
+
+def _episode_jobs(
+    episode: Episode,
+    original: Problem,
+    variants: list[Problem],
+    contexts: list[str],
+    base: SamplingParams,
+    seed: int,
+    log: EpisodeLog | None,
+    result: GeneralizationResult,
+) -> list[_Job]:
+    """The records still to run for one original episode; those ``log`` holds finished
+    go to ``result`` instead.  Intervention-Context only where there was an intervention."""
+    intervened = applied_intervention(episode) is not None
+    jobs = []
+    for variant in variants:
+        chosen = replace(base, seed=_sample_seed(seed, variant, episode))
+        for context in contexts:
+            if context == "intervention_context" and not intervened:
+                continue
+            key = run_key(episode, variant, context)
+            if log is not None and log.finished(key):
+                result.records.append(log.records[key].to_dict())
+                continue
+            jobs.append((context, variant, original, episode, chosen))
+    return jobs
+
+
+def _run_jobs(
+    jobs: list[_Job],
+    student: str | ChatBackend,
+    name: str,
+    cache_dir: str | os.PathLike | None,
+    verifier: Callable[[Problem, str], Verdict],
+    log: EpisodeLog | None,
+    result: GeneralizationResult,
+) -> None:
+    """Run the jobs in batches of :data:`BATCH_SIZE`, appending each record to ``log``
+    (when given) and ``result`` as it finishes."""
+    cache = JsonCache("student", cache_dir)  # the envs' shared student cache
+    executor = flows.RequestExecutor({"student": shared_backend(student)})
+    try:
+        for start in range(0, len(jobs), BATCH_SIZE):
+            batch = [
+                _record_flow(cache, name, c, v, o, e, s, verifier)
+                for c, v, o, e, s in jobs[start : start + BATCH_SIZE]
+            ]
+            for record in flows.run_flows(batch, executor):
+                if log is not None:
+                    log.append(record)
+                result.records.append(record.to_dict())
+                result.ran += 1
+    finally:
+        executor.close()

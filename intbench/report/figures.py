@@ -134,9 +134,7 @@ def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
         series = _monitor_series(keys)
         # teacher first, then student, post, increment, prompt and access when they vary
         labels = _series_labels(series, (1, 0, 2, 3, 4, 5))
-        conditions = [c for c in ("standard", "oracle") if any(k.condition == c for k in keys)]
-        conditions += sorted({k.condition for k in keys} - set(conditions))
-        width = 0.8 / len(conditions)
+        conditions = _bar_conditions(keys)
         for ax, metric, title in (
             (row[0], "phi", "φ (intervention rate)"),
             (row[1], "tau_rel", "τ_rel (relative timing)"),
@@ -148,18 +146,7 @@ def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
                     )
                     for one in series
                 ]
-                xs = [i + (j - (len(conditions) - 1) / 2) * width for i in range(len(series))]
-                heights = [0.0 if math.isnan(e.value) else e.value for e in estimates]
-                errors = list(zip(*(_error(e) for e in estimates), strict=True)) or [[], []]
-                ax.bar(
-                    xs,
-                    heights,
-                    width,
-                    yerr=errors,
-                    capsize=3,
-                    label=condition,
-                    color=CONDITION_COLORS.get(condition),
-                )
+                _condition_bars(ax, estimates, j, len(conditions), condition)
             ax.set_xticks(
                 range(len(series)), [labels[s] or s[1] for s in series], rotation=20, ha="right"
             )
@@ -167,6 +154,31 @@ def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
             ax.set_title(f"{domain}: {title}")
             ax.legend(fontsize="small")
     return figure
+
+
+def _bar_conditions(keys: Sequence[MonitorKey]) -> list[str]:
+    """The conditions the keys hold: Standard, then Oracle, then any other by name."""
+    conditions = [c for c in ("standard", "oracle") if any(k.condition == c for k in keys)]
+    return conditions + sorted({k.condition for k in keys} - set(conditions))
+
+
+def _condition_bars(
+    ax: Axes, estimates: Sequence[Estimate], j: int, count: int, condition: str
+) -> None:
+    """One condition's bars (the ``j``-th of ``count`` side by side), one per series."""
+    width = 0.8 / count
+    xs = [i + (j - (count - 1) / 2) * width for i in range(len(estimates))]
+    heights = [0.0 if math.isnan(e.value) else e.value for e in estimates]
+    errors = list(zip(*(_error(e) for e in estimates), strict=True)) or [[], []]
+    ax.bar(
+        xs,
+        heights,
+        width,
+        yerr=errors,
+        capsize=3,
+        label=condition,
+        color=CONDITION_COLORS.get(condition),
+    )
 
 
 def _scatter_title(episodes: Sequence[Episode]) -> str:
@@ -180,23 +192,7 @@ def _scatter_title(episodes: Sequence[Episode]) -> str:
 
 def timing_scatter(episodes: Sequence[Episode]) -> Figure | None:
     """τ_rel of every applied intervention per problem, humans marked apart from LLMs."""
-    points: dict[tuple[str, str], dict[str, list[tuple[str, float]]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
-    for episode in episodes:
-        intervention = episode.intervention
-        if (
-            not has(str(episode.protocol), "interventions")
-            or episode.error
-            or intervention is None
-            or intervention.excluded
-            or intervention.tau_rel is None
-        ):
-            continue
-        key = monitor_key(episode)
-        points[(key.domain, key.condition)][key.teacher].append(
-            (episode.problem_id, float(intervention.tau_rel))
-        )
+    points = _timing_points(episodes)
     if not points:
         return None
     panels = sorted(points)
@@ -204,36 +200,75 @@ def timing_scatter(episodes: Sequence[Episode]) -> Figure | None:
     teachers = sorted({t for panel in points.values() for t in panel if t != HUMAN})
     colors = {t: f"C{i % 10}" for i, t in enumerate(teachers)}
     for (ax,), panel in zip(axes, panels, strict=True):
-        by_teacher = points[panel]
-        problems = sorted({p for pts in by_teacher.values() for p, _ in pts})
-        index = {p: i for i, p in enumerate(problems)}
-        names = sorted(t for t in by_teacher if t != HUMAN) + (
-            [HUMAN] if HUMAN in by_teacher else []
-        )
-        for n, teacher in enumerate(names):
-            offset = (
-                n - (len(names) - 1) / 2
-            ) * 0.08  # small shift so teachers do not hide each other
-            xs = [index[p] + offset for p, _ in by_teacher[teacher]]
-            ys = [v for _, v in by_teacher[teacher]]
-            style = (
-                HUMAN_STYLE
-                if teacher == HUMAN
-                else {"color": colors[teacher], "marker": "o", "s": 22, "alpha": 0.8}
-            )
-            ax.scatter(xs, ys, label=teacher, **style)
-        ax.set_xticks(
-            range(len(problems)),
-            problems if len(problems) <= 30 else [""] * len(problems),
-            rotation=60,
-            ha="right",
-            fontsize="x-small",
-        )
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_ylabel("τ_rel")
-        ax.set_title(f"{panel[0]} ({panel[1]}): intervention point per problem")
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _timing_panel(ax, panel, points[panel], colors)
     return figure
+
+
+def _timing_points(
+    episodes: Sequence[Episode],
+) -> dict[tuple[str, str], dict[str, list[tuple[str, float]]]]:
+    """``{(domain, condition): {teacher: [(problem, τ_rel)]}}`` of the applied interventions."""
+    points: dict[tuple[str, str], dict[str, list[tuple[str, float]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for episode in episodes:
+        tau_rel = _applied_tau_rel(episode)
+        if tau_rel is None:
+            continue
+        key = monitor_key(episode)
+        points[(key.domain, key.condition)][key.teacher].append((episode.problem_id, tau_rel))
+    return points
+
+
+def _applied_tau_rel(episode: Episode) -> float | None:
+    """τ_rel of the episode's applied intervention; ``None`` for a failed episode, one
+    of a protocol without interventions, or an intervention that was not placed."""
+    intervention = episode.intervention
+    if (
+        not has(str(episode.protocol), "interventions")
+        or episode.error
+        or intervention is None
+        or intervention.excluded
+        or intervention.tau_rel is None
+    ):
+        return None
+    return float(intervention.tau_rel)
+
+
+def _timing_panel(
+    ax: Axes,
+    panel: tuple[str, str],
+    by_teacher: dict[str, list[tuple[str, float]]],
+    colors: dict[str, str],
+) -> None:
+    """One (domain, condition) panel: a column per problem, a point per intervention."""
+    problems = sorted({p for pts in by_teacher.values() for p, _ in pts})
+    index = {p: i for i, p in enumerate(problems)}
+    # model teachers by name, the human teacher last
+    names = sorted(t for t in by_teacher if t != HUMAN) + ([HUMAN] if HUMAN in by_teacher else [])
+    for n, teacher in enumerate(names):
+        offset = (n - (len(names) - 1) / 2) * 0.08  # small shift so teachers do not hide each other
+        xs = [index[p] + offset for p, _ in by_teacher[teacher]]
+        ys = [v for _, v in by_teacher[teacher]]
+        ax.scatter(xs, ys, label=teacher, **_teacher_style(teacher, colors))
+    ax.set_xticks(
+        range(len(problems)),
+        problems if len(problems) <= 30 else [""] * len(problems),
+        rotation=60,
+        ha="right",
+        fontsize="x-small",
+    )
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("τ_rel")
+    ax.set_title(f"{panel[0]} ({panel[1]}): intervention point per problem")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+def _teacher_style(teacher: str, colors: dict[str, str]) -> dict:
+    """The human teacher's crosses, or a model teacher's coloured dots."""
+    if teacher == HUMAN:
+        return HUMAN_STYLE
+    return {"color": colors[teacher], "marker": "o", "s": 22, "alpha": 0.8}
 
 
 def matrix_heatmaps(matrix: Matrix) -> Figure:

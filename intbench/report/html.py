@@ -20,7 +20,7 @@ import jinja2
 
 from intbench.metrics import Estimate, Summary, Table, format_cell, monitor_key, teacher_label
 from intbench.protocols import PROTOCOLS
-from intbench.records import Attempt, Episode
+from intbench.records import Attempt, Episode, Intervention
 
 if TYPE_CHECKING:
     from intbench.report.figures import FigureFile
@@ -137,24 +137,48 @@ def browser_record(index: int, episode: Episode) -> dict:
 
 def monitor_view(episode: Episode) -> dict:
     baseline = episode.baseline or Attempt(text="")
-    intervention = episode.intervention
-    applied = episode.applied_intervention is not None
-    after = (intervention.attempt if intervention else None) or Attempt(text="")
+    applied = episode.applied_intervention
     return {
         "post": monitor_key(episode).post,
-        "trace": trace_segments(baseline.text or "", intervention.tau_abs if applied else None),
+        "trace": trace_segments(baseline.text or "", applied.tau_abs if applied else None),
         "trace_chars": len(baseline.text or ""),
-        "intervened": intervention is not None,
-        "message": clip_text(intervention.message) if intervention else None,
-        "tau_abs": intervention.tau_abs if intervention else None,
-        "tau_rel": intervention.tau_rel if intervention else None,
-        "excluded": intervention.excluded if intervention else None,
-        "leaked": intervention.leaked if intervention else None,
+        **_intervention_fields(episode.intervention),
         "before": _status(baseline),
         "before_answer": _answer_text(baseline.answer),
-        "after": _status(after) if applied else None,
-        "after_answer": _answer_text(after.answer) if applied else None,
-        "continuation": clip_text(after.text or None) if applied else None,
+        **_after_fields(applied),
+    }
+
+
+def _intervention_fields(intervention: Intervention | None) -> dict:
+    """The teacher's intervention as the browser shows it (all ``None`` without one)."""
+    if intervention is None:
+        return {
+            "intervened": False,
+            "message": None,
+            "tau_abs": None,
+            "tau_rel": None,
+            "excluded": None,
+            "leaked": None,
+        }
+    return {
+        "intervened": True,
+        "message": clip_text(intervention.message),
+        "tau_abs": intervention.tau_abs,
+        "tau_rel": intervention.tau_rel,
+        "excluded": intervention.excluded,
+        "leaked": intervention.leaked,
+    }
+
+
+def _after_fields(applied: Intervention | None) -> dict:
+    """The student's continuation after an applied intervention (all ``None`` without one)."""
+    if applied is None:
+        return {"after": None, "after_answer": None, "continuation": None}
+    after = applied.attempt or Attempt(text="")
+    return {
+        "after": _status(after),
+        "after_answer": _answer_text(after.answer),
+        "continuation": clip_text(after.text or None),
     }
 
 

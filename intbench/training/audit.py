@@ -181,8 +181,6 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
     import intbench.envs  # noqa: F401  (registers the ids)
     from intbench.envs.domains import load_problems
     from intbench.envs.domains.registry import get_domain
-    from intbench.generalization.procedural import is_procedural, procedural_variants
-    from intbench.generalization.variant_set import read_variant_set, write_variant_set
     from intbench.training.envpool import env_protocol
 
     protocol = env_protocol(config.env)
@@ -195,13 +193,7 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
     for key in ("student", "source", "split", "n", "data_seed"):
         options.pop(key, None)
     with tempfile.TemporaryDirectory(prefix="intbench-audit-") as tmp:
-        if options.get("variants"):
-            variants = read_variant_set(options["variants"], domain)
-        elif all(is_procedural(p) for p in problems):
-            variants = procedural_variants(problems, 1, seed).variants
-            options["variants"] = str(write_variant_set(Path(tmp) / "variants.jsonl", variants))
-        else:
-            variants = []
+        variants = _audit_variants(options, domain, problems, seed, Path(tmp))
         student = AuditStudent(problems, variants)
         code = get_domain(domain).kind == "code"
         teachers = {i: _teachers(p, code, protocol) for i, p in enumerate(problems)}
@@ -212,15 +204,7 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
             **{**options, "student": student.backend(), "problems": problems, "cache_dir": tmp},
         ).unwrapped
         try:
-            names = list(teachers[0])
-            rewards: dict[str, dict[str, float]] = {name: {} for name in names}
-            no_turn: dict[str, set[str]] = {name: set() for name in names}
-            for i, problem in enumerate(problems):
-                for name in names:
-                    total, turns = _play(env, protocol, i, teachers[i][name], student)
-                    rewards[name][problem.id] = total
-                    if not turns:
-                        no_turn[name].add(problem.id)
+            rewards, no_turn = _play_all(env, protocol, problems, teachers, student)
         finally:
             env.close()
     return [
@@ -232,6 +216,45 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
         )
         for name, per in rewards.items()
     ]
+
+
+def _audit_variants(
+    options: dict[str, Any], domain: str, problems: list[Problem], seed: int, tmp: Path
+) -> list[Problem]:
+    """The variants the audit student may be asked: the config's variant set, else one
+    procedural variant per problem when all are procedural (written under ``tmp`` and
+    named in ``options``), else none."""
+    from intbench.generalization.procedural import is_procedural, procedural_variants
+    from intbench.generalization.variant_set import read_variant_set, write_variant_set
+
+    if options.get("variants"):
+        return read_variant_set(options["variants"], domain)
+    if all(is_procedural(p) for p in problems):
+        variants = procedural_variants(problems, 1, seed).variants
+        options["variants"] = str(write_variant_set(tmp / "variants.jsonl", variants))
+        return variants
+    return []
+
+
+def _play_all(
+    env,
+    protocol: ProtocolSpec,
+    problems: list[Problem],
+    teachers: dict[int, dict[str, str | None]],
+    student: AuditStudent,
+) -> tuple[dict[str, dict[str, float]], dict[str, set[str]]]:
+    """Every teacher on every problem -> ({teacher: {problem id: reward}}, {teacher:
+    the problems where it had no turn})."""
+    names = list(teachers[0])
+    rewards: dict[str, dict[str, float]] = {name: {} for name in names}
+    no_turn: dict[str, set[str]] = {name: set() for name in names}
+    for i, problem in enumerate(problems):
+        for name in names:
+            total, turns = _play(env, protocol, i, teachers[i][name], student)
+            rewards[name][problem.id] = total
+            if not turns:
+                no_turn[name].add(problem.id)
+    return rewards, no_turn
 
 
 def _mean(values: list[Any]) -> float:

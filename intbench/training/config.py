@@ -133,12 +133,21 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        self._check_counts()
+        self._check_mappings()
+        self._check_train_layers()
+        self._check_format_priming()
+        self._check_grpo_options()
+
+    def _check_counts(self) -> None:
         if self.n is not None and self.n < 1:
             raise ValueError(f"n must be positive, got {self.n}")
         if self.states_per_problem < 1:
             raise ValueError(f"states_per_problem must be positive, got {self.states_per_problem}")
         if self.max_turn_tokens < 1:
             raise ValueError(f"max_turn_tokens must be positive, got {self.max_turn_tokens}")
+
+    def _check_mappings(self) -> None:
         for name in ("env_options", "trainer"):
             if not isinstance(getattr(self, name), dict):
                 raise ValueError(
@@ -146,23 +155,30 @@ class TrainConfig:
                 )
         if self.lora is not None and not isinstance(self.lora, dict):
             raise ValueError(f"lora must be a mapping or null, got {type(self.lora).__name__}")
-        if self.train_layers is not None:
-            if isinstance(self.train_layers, bool) or not isinstance(self.train_layers, int):
-                raise ValueError(
-                    f"train_layers must be an integer or null, got {self.train_layers!r}"
-                )
-            if self.train_layers < 1:
-                raise ValueError(f"train_layers must be positive, got {self.train_layers}")
-            if self.lora is not None:
-                raise ValueError("train_layers and lora exclude each other: set one to null")
-        if self.format_priming is not None:
-            from intbench.training.priming import PRIMING_DEFAULTS
 
-            if not isinstance(self.format_priming, dict):
-                raise ValueError(
-                    f"format_priming must be a mapping or null, got {type(self.format_priming).__name__}"
-                )
-            check_keys(self.format_priming, PRIMING_DEFAULTS, "format_priming key")
+    def _check_train_layers(self) -> None:
+        if self.train_layers is None:
+            return
+        if isinstance(self.train_layers, bool) or not isinstance(self.train_layers, int):
+            raise ValueError(f"train_layers must be an integer or null, got {self.train_layers!r}")
+        if self.train_layers < 1:
+            raise ValueError(f"train_layers must be positive, got {self.train_layers}")
+        if self.lora is not None:
+            raise ValueError("train_layers and lora exclude each other: set one to null")
+
+    def _check_format_priming(self) -> None:
+        if self.format_priming is None:
+            return
+        from intbench.training.priming import PRIMING_DEFAULTS
+
+        if not isinstance(self.format_priming, dict):
+            raise ValueError(
+                f"format_priming must be a mapping or null, got {type(self.format_priming).__name__}"
+            )
+        check_keys(self.format_priming, PRIMING_DEFAULTS, "format_priming key")
+
+    def _check_grpo_options(self) -> None:
+        """The options that only some GRPO runs take."""
         if self.method != "grpo" and (self.format_priming is not None or self.balanced_states):
             raise ValueError("format_priming and balanced_states apply to monitor GRPO only")
         if self.environment_factory and (

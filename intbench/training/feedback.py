@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from intbench.extras import require
 from intbench.protocols.feedback import SPEC as FEEDBACK
 from intbench.training.envpool import EnvPool
+
+if TYPE_CHECKING:
+    from intbench.records import Episode
 
 FOLLOW_UP = (
     "The student read your feedback and tried again (attempt {attempt}). It is still not correct.\n\n"
@@ -126,106 +130,161 @@ class FeedbackRollout:
         return Dataset.from_list(rows)
 
     def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
-        states = []
-        for prompt in prompts:
-            state = self._states.get(_prompt_key(prompt))
-            if state is None:
-                raise KeyError(
-                    "a prompt reached the rollout that FeedbackRollout.dataset() did not build"
-                )
-            states.append(state)
+        states = [self._state(prompt) for prompt in prompts]
         tokenizer = trainer.processing_class
         envs = self.pool.take(len(prompts))
         starts = self.pool.run(
             [_first_attempt_flow(env, i, s) for env, (i, s) in zip(envs, states, strict=True)]
         )
-        dialogues = [list(p) for p in prompts]
-        rendered = [_render(tokenizer, d) for d in dialogues]
-        prompt_ids = [_encode(tokenizer, text) for text in rendered]
-        completion_ids: list[list[int]] = [[] for _ in prompts]
-        env_mask: list[list[int]] = [[] for _ in prompts]
-        rewards = [0.0] * len(prompts)
-        turns = [0] * len(prompts)
-        leaked = [0.0] * len(prompts)
-        transfer = [0.0] * len(prompts)
         # With vLLM, TRL corrects for the sampler's mismatch with the policy and so needs
         # the sampled tokens' log-probabilities; the masked env tokens get 0.
-        logprobs: list[list[float]] | None = [[] for _ in prompts] if _uses_vllm(trainer) else None
+        batch = _Samples.start(tokenizer, prompts, with_logprobs=_uses_vllm(trainer))
         active = [i for i, (terminated, _) in enumerate(starts) if not terminated]
         while _any_active(trainer, active):
-            generated, turn_logprobs = _generate(
-                trainer,
-                [prompt_ids[i] + completion_ids[i] for i in active],
-                self.max_turn_tokens,
-                self.temperature,
+            active = self._play_turn(trainer, envs, batch, active)
+        batch.fill_empty(tokenizer.eos_token_id)
+        return batch.outputs([env.last_episode for env in envs])
+
+    def _state(self, prompt: list[dict]) -> tuple[int, int]:
+        """The (problem index, seed) that :meth:`dataset` registered for ``prompt``."""
+        state = self._states.get(_prompt_key(prompt))
+        if state is None:
+            raise KeyError(
+                "a prompt reached the rollout that FeedbackRollout.dataset() did not build"
             )
-            if logprobs is not None:
-                for i, values in zip(active, turn_logprobs, strict=True):
-                    logprobs[i] += values
-            texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in generated]
-            steps = self.pool.run(
-                [_feedback_step_flow(envs[i], text) for i, text in zip(active, texts, strict=True)]
-            )
-            still_active = []
-            for i, ids, text, (reward, terminated, info, obs) in zip(
-                active, generated, texts, steps, strict=True
-            ):
-                completion_ids[i] += ids
-                env_mask[i] += [1] * len(ids)
-                rewards[i] += reward
-                turns[i] += 1
-                if terminated:
-                    continue
-                follow_up = FOLLOW_UP.format(
-                    attempt=info["attempt"],
-                    text=obs["attempt"],
-                    execution=f"Execution results:\n{obs['execution']}\n\n"
-                    if obs["execution"]
-                    else "",
-                )
-                dialogues[i] += [
-                    {"role": "assistant", "content": text},
-                    {"role": "user", "content": follow_up},
-                ]
-                new_text = _render(tokenizer, dialogues[i])
-                segment = _env_segment(
-                    tokenizer,
-                    rendered[i],
-                    text,
-                    new_text,
-                    ended=bool(ids) and ids[-1] == tokenizer.eos_token_id,
-                )
-                rendered[i] = new_text
-                completion_ids[i] += segment
-                env_mask[i] += [0] * len(segment)
-                if logprobs is not None:
-                    logprobs[i] += [0.0] * len(segment)
-                still_active.append(i)
-            active = still_active
-        for i in range(len(prompts)):
-            if not completion_ids[i]:  # the env ended before any teacher turn (e.g. a model error)
-                completion_ids[i] = [tokenizer.eos_token_id]
-                env_mask[i] = [0]
-                if logprobs is not None:
-                    logprobs[i] = [0.0]
-            episode = envs[i].last_episode
-            if episode is not None:
-                leaked[i] = float(sum(f.leaked for f in episode.feedback))
-                transfer[i] = float(episode.reward_components.get("transfer", 0.0))
+        return state
+
+    def _play_turn(self, trainer: Any, envs: list, batch: _Samples, active: list[int]) -> list[int]:
+        """One teacher turn of every active episode and the student's retry after it;
+        -> the episodes still going."""
+        tokenizer = trainer.processing_class
+        generated, turn_logprobs = _generate(
+            trainer,
+            [batch.prompt_ids[i] + batch.completion_ids[i] for i in active],
+            self.max_turn_tokens,
+            self.temperature,
+        )
+        batch.add_logprobs(active, turn_logprobs)
+        texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in generated]
+        steps = self.pool.run(
+            [_feedback_step_flow(envs[i], text) for i, text in zip(active, texts, strict=True)]
+        )
+        still_active = []
+        for i, ids, text, (reward, terminated, info, obs) in zip(
+            active, generated, texts, steps, strict=True
+        ):
+            batch.add_policy_turn(i, ids, reward)
+            if terminated:
+                continue
+            ended = bool(ids) and ids[-1] == tokenizer.eos_token_id
+            batch.add_follow_up(tokenizer, i, text, _follow_up(info, obs), ended)
+            still_active.append(i)
+        return still_active
+
+
+@dataclass
+class _Samples:
+    """The samples of one rollout call as they grow, one entry per prompt: the teacher's
+    chat so far (as messages and as rendered text), the prompt's tokens, and the
+    completion's tokens with their ``env_mask`` (and log-probabilities, with vLLM)."""
+
+    dialogues: list[list[dict]]
+    rendered: list[str]
+    prompt_ids: list[list[int]]
+    completion_ids: list[list[int]]
+    env_mask: list[list[int]]
+    logprobs: list[list[float]] | None
+    rewards: list[float]
+    turns: list[int]
+
+    @classmethod
+    def start(cls, tokenizer: Any, prompts: list[list[dict]], with_logprobs: bool) -> _Samples:
+        dialogues = [list(p) for p in prompts]
+        rendered = [_render(tokenizer, d) for d in dialogues]
+        return cls(
+            dialogues=dialogues,
+            rendered=rendered,
+            prompt_ids=[_encode(tokenizer, text) for text in rendered],
+            completion_ids=[[] for _ in prompts],
+            env_mask=[[] for _ in prompts],
+            logprobs=[[] for _ in prompts] if with_logprobs else None,
+            rewards=[0.0] * len(prompts),
+            turns=[0] * len(prompts),
+        )
+
+    def add_logprobs(self, active: list[int], turn_logprobs: list[list[float]] | None) -> None:
+        """The sampled tokens' log-probabilities of a turn (kept only with vLLM)."""
+        if self.logprobs is not None:
+            for i, values in zip(active, turn_logprobs, strict=True):
+                self.logprobs[i] += values
+
+    def add_policy_turn(self, i: int, ids: list[int], reward: float) -> None:
+        """The policy's turn (tokens that carry loss) and the env's reward for the retry."""
+        self.completion_ids[i] += ids
+        self.env_mask[i] += [1] * len(ids)
+        self.rewards[i] += reward
+        self.turns[i] += 1
+
+    def add_follow_up(
+        self, tokenizer: Any, i: int, reply: str, follow_up: str, ended: bool
+    ) -> None:
+        """The policy's reply and the student's new attempt join the chat; the tokens the
+        template puts between the reply and the next turn are masked out."""
+        self.dialogues[i] += [
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": follow_up},
+        ]
+        new_text = _render(tokenizer, self.dialogues[i])
+        segment = _env_segment(tokenizer, self.rendered[i], reply, new_text, ended=ended)
+        self.rendered[i] = new_text
+        self.completion_ids[i] += segment
+        self.env_mask[i] += [0] * len(segment)
+        if self.logprobs is not None:
+            self.logprobs[i] += [0.0] * len(segment)
+
+    def fill_empty(self, eos: int) -> None:
+        """A masked EOS as the completion of an episode that ended before any teacher turn
+        (e.g. a model error): a completion may not be empty."""
+        for i, ids in enumerate(self.completion_ids):
+            if not ids:
+                self.completion_ids[i] = [eos]
+                self.env_mask[i] = [0]
+                if self.logprobs is not None:
+                    self.logprobs[i] = [0.0]
+
+    def outputs(self, episodes: list[Episode | None]) -> dict[str, list]:
+        """What the rollout returns to TRL, with the extra fields of the reward functions."""
         return {
-            "prompt_ids": prompt_ids,
-            "completion_ids": completion_ids,
-            "logprobs": logprobs,
-            "env_mask": env_mask,
-            "episode_reward": rewards,
-            "solved": [
-                float(e.last_episode is not None and e.last_episode.solved_at is not None)
-                for e in envs
-            ],
-            "teacher_turns": turns,
-            "leaked": leaked,
-            "transfer": transfer,
+            "prompt_ids": self.prompt_ids,
+            "completion_ids": self.completion_ids,
+            "logprobs": self.logprobs,
+            "env_mask": self.env_mask,
+            "episode_reward": self.rewards,
+            "solved": [float(e is not None and e.solved_at is not None) for e in episodes],
+            "teacher_turns": self.turns,
+            "leaked": [_leaked(e) for e in episodes],
+            "transfer": [_transfer(e) for e in episodes],
         }
+
+
+def _follow_up(info: dict, observation: dict) -> str:
+    """The user turn that shows the teacher the student's new attempt."""
+    execution = observation["execution"]
+    return FOLLOW_UP.format(
+        attempt=info["attempt"],
+        text=observation["attempt"],
+        execution=f"Execution results:\n{execution}\n\n" if execution else "",
+    )
+
+
+def _leaked(episode: Episode | None) -> float:
+    """The episode's leaking teacher turns."""
+    return 0.0 if episode is None else float(sum(f.leaked for f in episode.feedback))
+
+
+def _transfer(episode: Episode | None) -> float:
+    """The episode's transfer reward component."""
+    return 0.0 if episode is None else float(episode.reward_components.get("transfer", 0.0))
 
 
 def _render(tokenizer: Any, messages: list[dict]) -> str:

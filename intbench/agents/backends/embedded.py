@@ -431,29 +431,54 @@ def _check_copy(directory: Path, key: dict[str, Any]) -> str | None:
     for field, wanted in key.items():
         if manifest.get(field) != wanted:
             return f"built for {field}={manifest.get(field)!r}, this is {wanted!r}"
-    files = manifest.get("files")
+    return _files_problem(directory, manifest.get("files"))
+
+
+def _files_problem(directory: Path, files: Any) -> str | None:
+    """What is wrong with the files a manifest lists (``None``: nothing): the listing
+    must hold config.json and a safetensors file, each listed file must have its
+    listed size, config.json must name a model type, and each safetensors header must match
+    its file."""
     if not isinstance(files, dict) or "config.json" not in files:
         return "the manifest lists no config.json"
     weights = [name for name in files if name.endswith(".safetensors")]
     if not weights:
         return "the manifest lists no safetensors file"
     for name, entry in files.items():
-        try:
-            size = (directory / name).stat().st_size
-        except OSError:
-            return f"{name} is missing"
-        if not isinstance(entry, dict) or size != entry.get("size"):
-            return f"{name} is {size} bytes, the manifest says {entry.get('size') if isinstance(entry, dict) else '?'}"
-    try:
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return f"config.json is unreadable ({exc})"
-    if not isinstance(config, dict) or "model_type" not in config:
-        return "config.json names no model_type"
+        problem = _size_problem(directory, name, entry)
+        if problem is not None:
+            return problem
+    problem = _config_problem(directory / "config.json")
+    if problem is not None:
+        return problem
     for name in weights:
         problem = _safetensors_problem(directory / name)
         if problem is not None:
             return f"{name}: {problem}"
+    return None
+
+
+def _size_problem(directory: Path, name: str, entry: Any) -> str | None:
+    """Whether the file ``name`` is there with the size its manifest ``entry`` lists."""
+    try:
+        size = (directory / name).stat().st_size
+    except OSError:
+        return f"{name} is missing"
+    if not isinstance(entry, dict):
+        return f"{name} is {size} bytes, the manifest says ?"
+    if size != entry.get("size"):
+        return f"{name} is {size} bytes, the manifest says {entry.get('size')}"
+    return None
+
+
+def _config_problem(path: Path) -> str | None:
+    """Whether config.json parses and names the ``model_type``."""
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"config.json is unreadable ({exc})"
+    if not isinstance(config, dict) or "model_type" not in config:
+        return "config.json names no model_type"
     return None
 
 
