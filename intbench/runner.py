@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from intbench.agents.backends import shared_backend
 from intbench.cache import stable_hash
 from intbench.envs.registration import protocol_of
 from intbench.extras import require
+from intbench.options import option
 from intbench.protocols import PROTOCOLS, has
 from intbench.records import Episode, Problem
 from intbench.run_summary import RunSummary
@@ -72,20 +73,30 @@ its own; this bounds their sum, so one pathological episode cannot stall a run."
 
 @dataclass
 class RunConfig:
-    """Everything that decides a run's episodes (saved in the run directory)."""
+    """Everything that decides a run's episodes (saved in the run directory and in
+    ``summary.json``); the flagged fields are ``intbench eval`` and ``matrix`` flags."""
 
-    env_id: str
-    teacher: str
-    student: str = "smollm2"
-    judge: str | None = None
-    n: int = 10
-    repeats: int = 1
-    seed: int = 0
-    source: str = "offline"
-    split: str | None = None
-    env_options: dict[str, Any] = field(default_factory=dict)
-    replay_interventions: str | None = None
-    """A Standard monitor run whose interventions this run replays (Int-Bench §3.3)."""
+    env_id: str = option(
+        help="env id, e.g. IntBench-Math-v0 or IntBench-Math-Feedback-v0", flag=False
+    )
+    teacher: str = option(help="policy (never, always, at:0.5, ...) or model spec", flag=False)
+    student: str = option("smollm2", help="student model spec", flag=False)
+    judge: str | None = option(
+        None, help="model spec of an LLM judge (none: the domain's verifier)"
+    )
+    n: int = option(10, help="number of problems")
+    repeats: int = option(1, help="episodes per problem, each with its own seed")
+    seed: int = option(0, help="seeds the problem draw and every episode")
+    source: str = option("offline", help="offline, hub, or a local file in the hub schema")
+    split: str | None = option(None, help="the source's split (none: the domain's default)")
+    env_options: dict[str, Any] = option(
+        help="gym.make options of the env", flag=False, default_factory=dict
+    )
+    replay_interventions: str | None = option(
+        None,
+        help="a Standard monitor run whose interventions this run replays (Int-Bench §3.3)",
+        flag=False,
+    )
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import threading
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
 from intbench.commands.env_flags import add_env_flags, env_options_from
 from intbench.extras import MissingExtra, require
+from intbench.options import add_flags, flag_values, option_help
 from intbench.protocols import PROTOCOLS, protocol_of_env_id
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
@@ -26,6 +28,10 @@ from intbench.tracking import TRACKERS, EpisodeTracking, TrackerError, check_tra
 
 if TYPE_CHECKING:
     from intbench.metrics import Summary
+
+# The run's flags (-n, --seed, --source, ...) come from RunConfig's flagged fields.
+RUN_FLAGS = {"run": RunConfig}
+RUN_FIELDS = {f.name: f for f in dataclasses.fields(RunConfig)}
 
 
 def add_parser(subparsers) -> None:
@@ -82,19 +88,8 @@ def add_parser(subparsers) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--env", required=True, help="env id, e.g. IntBench-Math-v0 or IntBench-Math-Feedback-v0"
-    )
-    parser.add_argument(
-        "--judge", default=None, help="model spec of an LLM judge (default: the domain verifier)"
-    )
-    parser.add_argument("-n", type=int, default=10, help="number of problems (default 10)")
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--source", default="offline", help="offline, hub, or a local file in the hub schema"
-    )
-    parser.add_argument("--split", default=None)
+    parser.add_argument("--env", required=True, help=option_help(RUN_FIELDS["env_id"]))
+    add_flags(parser, RUN_FLAGS)
     parser.add_argument(
         "--max-tokens", type=int, default=None, help="student generation budget per call"
     )
@@ -164,14 +159,9 @@ def _config(
         env_id=args.env,
         teacher=teacher,
         student=student,
-        judge=args.judge,
-        n=args.n,
-        repeats=args.repeats,
-        seed=args.seed,
-        source=args.source,
-        split=args.split,
         env_options=options,
         replay_interventions=replay,
+        **flag_values(args, RUN_FLAGS),
     )
 
 
