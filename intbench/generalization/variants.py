@@ -211,7 +211,7 @@ class ProblemGenerator(_Stage):
             self.messages(p.domain, problem=p, skill=s, category=c, n=n)
             for p, s, c in zip(problems, skills, categories, strict=True)
         ]
-        results = []
+        results: list[tuple[list[Candidate], list[str], Reply]] = []
         for reply in self.complete(conversations):
             if reply.error:
                 results.append(([], [f"model call failed: {reply.error}"], reply))
@@ -355,7 +355,7 @@ class VariantPipeline:
         labels = self.extractor.extract(problems)
         log = _skill_log(problems, labels)
         labelled = [i for i, (label, _) in enumerate(labels) if label.skill]
-        skills = [labels[i][0].skill for i in labelled]
+        skills = [skill for label, _ in labels if (skill := label.skill)]
         taxonomy, cluster_reply = self.clusterer.cluster(skills, domain)
         named = {c["name"]: c for c in taxonomy.categories if c["name"] != UNCATEGORIZED}
         target = _targets(labelled, labels, taxonomy, named, log)
