@@ -120,6 +120,7 @@ def context_messages(
     if intervention is None:
         raise ContextUnavailable(f"episode {episode.episode_id} has no applied intervention")
     attempt = intervention.attempt
+    assert attempt is not None  # applied_intervention requires one
     return render_messages(
         variant.domain,
         template,
@@ -265,9 +266,9 @@ def evaluate_generalization(
         original = problems.get(episode.problem_id)
         if reason is None and original is None:
             reason = "original problem not given"
-        if reason is None and not by_original.get(original.id):
+        if reason is None and original is not None and not by_original.get(original.id):
             reason = "no variants of this problem"
-        if reason is not None:
+        if reason is not None or original is None:
             result.skipped.append({"episode_id": episode.episode_id, "reason": reason})
             continue
         base = sampling_from(sampling or episode.config.get("student_sampling"), **STUDENT_DEFAULTS)

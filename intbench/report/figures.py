@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from intbench.metrics import Estimate, FeedbackKey, Matrix, MonitorKey, Summary, monitor_key
 from intbench.metrics.groups import HUMAN
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 DPI = 100
 CONDITION_COLORS = {"standard": "#4C72B0", "oracle": "#DD8452"}
-HUMAN_STYLE = {"color": "#222222", "marker": "x", "s": 36}
+HUMAN_STYLE: dict[str, Any] = {"color": "#222222", "marker": "x", "s": 36}
 
 
 @dataclass
@@ -150,6 +150,7 @@ def monitor_bars(monitor: dict[MonitorKey, dict]) -> Figure:
                 ]
                 xs = [i + (j - (len(conditions) - 1) / 2) * width for i in range(len(series))]
                 heights = [0.0 if math.isnan(e.value) else e.value for e in estimates]
+                errors: list[Sequence[float]]
                 errors = list(zip(*(_error(e) for e in estimates), strict=True)) or [[], []]
                 ax.bar(
                     xs,
@@ -216,7 +217,7 @@ def timing_scatter(episodes: Sequence[Episode]) -> Figure | None:
             ) * 0.08  # small shift so teachers do not hide each other
             xs = [index[p] + offset for p, _ in by_teacher[teacher]]
             ys = [v for _, v in by_teacher[teacher]]
-            style = (
+            style: dict[str, Any] = (
                 HUMAN_STYLE
                 if teacher == HUMAN
                 else {"color": colors[teacher], "marker": "o", "s": 22, "alpha": 0.8}
@@ -298,7 +299,8 @@ def accuracy_curves(feedback: dict[FeedbackKey, dict]) -> Figure:
                 markersize=3,
                 label=f"{label} (K={key.k_max})",
             )
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        # The default major locator is a MaxNLocator, which takes ``integer``.
+        ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
         ax.set_xlabel("attempt k")
         ax.set_ylabel("acc@k")
         ax.set_ylim(0, 1.02)

@@ -142,7 +142,9 @@ def monitor_view(episode: Episode) -> dict:
     after = (intervention.attempt if intervention else None) or Attempt(text="")
     return {
         "post": monitor_key(episode).post,
-        "trace": trace_segments(baseline.text or "", intervention.tau_abs if applied else None),
+        "trace": trace_segments(
+            baseline.text or "", intervention.tau_abs if intervention and applied else None
+        ),
         "trace_chars": len(baseline.text or ""),
         "intervened": intervention is not None,
         "message": clip_text(intervention.message) if intervention else None,

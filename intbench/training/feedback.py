@@ -125,7 +125,7 @@ class FeedbackRollout:
             )
         return Dataset.from_list(rows)
 
-    def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
+    def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list | None]:
         states = []
         for prompt in prompts:
             state = self._states.get(_prompt_key(prompt))
@@ -159,7 +159,7 @@ class FeedbackRollout:
                 self.max_turn_tokens,
                 self.temperature,
             )
-            if logprobs is not None:
+            if logprobs is not None and turn_logprobs is not None:
                 for i, values in zip(active, turn_logprobs, strict=True):
                     logprobs[i] += values
             texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in generated]
