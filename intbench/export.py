@@ -445,9 +445,9 @@ def _size_category(rows: int) -> str:
     return "100K<n<1M" if rows < 1_000_000 else "n>1M"
 
 
-def _problem_sources(runs: Sequence[ExportRun]) -> dict[tuple[str, str, str], int]:
+def _problem_sources(runs: Sequence[ExportRun]) -> dict[tuple[str, ...], int]:
     """Episodes per (source, licence, upstream) of their problems, as the records give them."""
-    counts: dict[tuple[str, str, str], int] = {}
+    counts: dict[tuple[str, ...], int] = {}
     for run in runs:
         for episode in run.episodes:
             problem = episode.metadata.get("problem") or {}

@@ -13,7 +13,7 @@ import argparse
 import dataclasses
 import difflib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
@@ -100,7 +100,7 @@ def _json_or_text(text: str) -> Any:
         return text
 
 
-_SCALARS = {"bool": _bool, "int": int, "float": float, "str": str}
+_SCALARS: dict[str, Callable[[str], Any]] = {"bool": _bool, "int": int, "float": float, "str": str}
 
 
 def parse_value(field: dataclasses.Field, text: str) -> Any:

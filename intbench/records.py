@@ -166,7 +166,7 @@ def _field_set(cls: type) -> frozenset[str]:
 
 def _record_dict(record: Any) -> dict:
     """``dataclasses.asdict`` that lets nested records write their own dicts."""
-    return {name: _plain(getattr(record, name)) for name in _field_names(type(record))}
+    return {name: _plain(getattr(record, name)) for name in _field_names(record.__class__)}
 
 
 _R = TypeVar("_R", bound="_Record")
@@ -354,7 +354,7 @@ class Episode(_Record):
                 f"episode schema version {version} is newer than this intbench "
                 f"({EPISODE_SCHEMA_VERSION}); upgrade intbench to read it"
             )
-        step_type = STEP_TYPES.get(data.get("protocol"), Step)
+        step_type = STEP_TYPES.get(data.get("protocol", ""), Step)
         for name, part in (("steps", step_type), ("attempts", Attempt), ("feedback", FeedbackTurn)):
             data[name] = [part.from_dict(item) for item in data.get(name) or []]
         return super().from_dict(data)

@@ -129,7 +129,7 @@ class RunSummary:
                 continue
             seen[id(backend)] = role
             now, before = _usage(backend), self._before[role]
-            counts = {name: now[name] - before[name] for name in _COUNTED}
+            counts: dict[str, Any] = {name: now[name] - before[name] for name in _COUNTED}
             counts["requests"] = counts.pop("calls")
             for other in self._elsewhere:
                 for name in ("requests", "prompt_tokens", "completion_tokens", "errors"):

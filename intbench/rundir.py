@@ -64,7 +64,7 @@ RUN_FILES = (CONFIG_FILE, PROBLEMS_FILE, SUMMARY_FILE, EPISODES_FILE)
 
 REQUIRED_FIELDS = ("protocol", "problem_id", "domain", "student")
 # nested fields with the JSON types a record may hold there
-SHAPES = {
+SHAPES: dict[str, type | tuple[type, ...]] = {
     "config": dict,
     "baseline": (dict, type(None)),
     "steps": list,
@@ -94,7 +94,7 @@ class RunWriteError(OSError):
     """
 
     def __str__(self) -> str:
-        return self.strerror
+        return self.strerror or super().__str__()
 
 
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}

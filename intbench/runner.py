@@ -351,6 +351,7 @@ def _play(
         keep(_finish_record(episode, config, key_in_slot[slot], teacher, slot))
 
     def on_overdue(slot: int) -> None:
+        assert episode_timeout_s is not None  # the scheduler only calls it under a limit
         keep(_timeout_record(problems, config, key_in_slot[slot], episode_timeout_s))
 
     try:

@@ -108,7 +108,10 @@ class WandbTracker(Tracker):
         import wandb
 
         self.wandb = wandb
-        self.run = wandb.init(reinit="finish_previous", **wandb_init_args(run_dir))
+        args = wandb_init_args(run_dir)
+        self.run = wandb.init(
+            reinit="finish_previous", dir=args["dir"], project=args["project"], name=args["name"]
+        )
 
     def log_config(self, config: dict) -> None:
         self.run.config.update(config, allow_val_change=True)

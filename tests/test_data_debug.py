@@ -378,3 +378,9 @@ def test_debugbench_rows_with_their_own_tests_keep_them():
     assert problem.tests == tests and problem.solution == row["solution"]
     with pytest.raises(Dropped, match="unusable"):
         row_to_problem({**row, "tests": json.dumps({"kind": "stdio", "cases": []})}, "local", 0)
+
+
+def test_an_example_input_that_closes_the_call_is_no_example():
+    # Inside f(...) "1), (2" parses as a tuple, not as a call's arguments.
+    examples = debug_sources._examples(["Input: 1), (2\nOutput: 3", "Input: nums = [7]\nOutput: 0"])
+    assert examples == [([], {"nums": [7]}, 0)]

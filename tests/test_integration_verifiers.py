@@ -26,7 +26,8 @@ if REQUIRED:
     import verifiers.v1 as vf
 else:
     vf = pytest.importorskip(
-        "verifiers.v1", reason="verifiers >= 0.4 is not installed (pip install 'intbench[verifiers]')"
+        "verifiers.v1",
+        reason="verifiers >= 0.4 is not installed (pip install 'intbench[verifiers]')",
     )
 
 import intbench  # noqa: E402,F401

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import time
@@ -330,3 +331,18 @@ def test_an_invalid_url_fails_once_with_a_message_naming_it():
         backend.close()
     assert out.finish_reason == "error" and "after 1 attempt)" in out.error
     assert "invalid URL 'http://127.0.0.1:notaport/v1/chat/completions'" in out.error
+
+
+def test_a_cancelled_request_loses_only_its_own_result(connect, monkeypatch):
+    backend = connect()
+    real = backend._request_with_retries
+
+    async def cancel_q1(conversation, *args):
+        if conversation[-1]["content"] == "q1":
+            raise asyncio.CancelledError  # a BaseException, not an Exception
+        return await real(conversation, *args)
+
+    monkeypatch.setattr(backend, "_request_with_retries", cancel_q1)
+    outputs = backend.generate([ask(f"q{i}") for i in range(3)], PARAMS)
+    assert [o.text for o in outputs if o.error is None] == ["echo: q0", "echo: q2"]
+    assert "unexpected CancelledError" in outputs[1].error

@@ -56,11 +56,14 @@ class MergedCache:
             keys, values = [], []
             for cache, n in zip(caches, lengths, strict=True):
                 shape = (1, reference.keys.shape[1], width - n, reference.keys.shape[3])
-                pad = reference.keys.new_zeros(shape)
-                value_pad = reference.values.new_zeros((*shape[:3], reference.values.shape[3]))
-                layer = cache.layers[index] if n else None
-                keys.append(torch.cat([pad, layer.keys], dim=2) if n else pad)
-                values.append(torch.cat([value_pad, layer.values], dim=2) if n else value_pad)
+                row_keys = reference.keys.new_zeros(shape)  # the left padding
+                row_values = reference.values.new_zeros((*shape[:3], reference.values.shape[3]))
+                if n:
+                    layer = cache.layers[index]
+                    row_keys = torch.cat([row_keys, layer.keys], dim=2)
+                    row_values = torch.cat([row_values, layer.values], dim=2)
+                keys.append(row_keys)
+                values.append(row_values)
             self.cache.update(torch.cat(keys), torch.cat(values), index)
 
     def forward(self, new_ids: list[list[int]]):

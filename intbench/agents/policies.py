@@ -113,16 +113,12 @@ class Policy:
             return self.message
         revealed = _lookup(observation, "revealed_chars")
         total = _lookup(observation, "total_chars")
+        known = revealed is not _MISSING and total is not _MISSING
         values = {
             "revealed_chars": "?" if revealed is _MISSING else int(revealed),
             "total_chars": "?" if total is _MISSING else int(total),
+            "fraction": f"{int(revealed) / int(total):.2f}" if known and int(total) else "?",
         }
-        known = isinstance(values["revealed_chars"], int) and isinstance(values["total_chars"], int)
-        values["fraction"] = (
-            f"{values['revealed_chars'] / values['total_chars']:.2f}"
-            if known and values["total_chars"]
-            else "?"
-        )
         try:
             return self.message.format(**values)
         except (KeyError, IndexError, ValueError) as exc:

@@ -394,7 +394,9 @@ def _taxonomies(rows: list[dict], known: list[tuple[dict, TeacherMessage, Proble
                 given: dict[str, list[dict]], judge: CachedJudge,
                 max_labels: int) -> tuple[dict, dict, dict]:  # fmt: skip
     """Stage 2: a taxonomy per dimension, unless one was given; also the labels and replies."""
-    taxonomies, labels, outputs = {}, {}, {}
+    taxonomies: dict[str, list[dict]] = {}
+    labels: dict[str, dict] = {}
+    outputs: dict[str, str | None] = {}
     for dimension in DIMENSIONS:
         name = dimension.name
         labels[name] = _label_counts(r[f"{name}_reason"] for r in rows if r[f"{name}_reason"])

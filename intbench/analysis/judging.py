@@ -25,9 +25,9 @@ DEFAULT_BATCH_SIZE = 16
 
 @dataclass(frozen=True)
 class JudgeReply:
-    """The judge's raw answer to one prompt, or why there is none."""
+    """The judge's raw answer to one prompt, or why there is none (``text`` is then empty)."""
 
-    text: str | None
+    text: str
     error: str | None = None
     cached: bool = False
 
@@ -95,8 +95,8 @@ class CachedJudge:
             completions = self.backend.generate(batch, sampling)
         except Exception as exc:  # a failed batch is recorded per item, never a crash
             logger.warning("judge %s failed on a batch of %d: %s", self.spec, len(batch), exc)
-            return [JudgeReply(None, f"judge call failed: {exc}") for _ in batch]
+            return [JudgeReply("", f"judge call failed: {exc}") for _ in batch]
         return [
-            JudgeReply(None, f"judge call failed: {c.error}") if c.error else JudgeReply(c.text)
+            JudgeReply("", f"judge call failed: {c.error}") if c.error else JudgeReply(c.text)
             for c in completions
         ]

@@ -139,7 +139,7 @@ def intervention_messages(record: Episode) -> list[TeacherMessage]:
     """The message of the episode's intervention, if it has one (a monitor message)."""
     intervention = record.intervention
     message = intervention.message if intervention else None
-    if not isinstance(message, str) or not message.strip():
+    if intervention is None or not isinstance(message, str) or not message.strip():
         return []
     baseline = record.baseline
     trace = (baseline.text if baseline else "") or ""

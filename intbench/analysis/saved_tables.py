@@ -23,7 +23,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
-def saved_analysis_tables(run_dirs: Iterable[Path], samples: int) -> list[Table]:
+def saved_analysis_tables(run_dirs: Iterable[str | Path], samples: int) -> list[Table]:
     """Tables of the analyses already saved under ``<run>/analysis/``, for the report."""
     tables = []
     for run in map(Path, run_dirs):

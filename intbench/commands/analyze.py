@@ -96,19 +96,20 @@ def run_analyze(args: argparse.Namespace) -> int:
             if args.max_labels < 1:
                 return _fail("--max-labels must be at least 1")
             taxonomy = load_taxonomy(args.taxonomy) if args.taxonomy else None
-            run = run_categorization(
+            categorized = run_categorization(
                 args.dir, args.judge, taxonomy=taxonomy, cache=cache,
                 batch_size=args.batch_size, max_labels=args.max_labels,
             )  # fmt: skip
-            rows, taxonomies = run.result.rows, run.result.taxonomies
+            rows, taxonomies = categorized.result.rows, categorized.result.taxonomies
             parts = [
                 f"{len(taxonomies[d])} {d} categories, "
                 f"{sum(1 for r in rows if r[f'{d}_category'] is None)} uncategorised"
                 for d in taxonomies
             ]
             print(f"{len(rows)} teacher message(s): {'; '.join(parts)}; "
-                  f"{run.judge_calls} judge call(s)")  # fmt: skip
-            tables, files, skipped = run.tables, run.files, run.n_error_episodes
+                  f"{categorized.judge_calls} judge call(s)")  # fmt: skip
+            tables, files = categorized.tables, categorized.files
+            skipped = categorized.n_error_episodes
     except AnalysisError as exc:
         return _fail(str(exc))
     if skipped:

@@ -91,6 +91,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         domain = gym.spec(args.env).kwargs.get("domain")
+        if domain is None:
+            raise ValueError(f"{args.env} names no domain; use an IntBench monitor env id")
         problems = load_problems(
             domain, source=args.problems, split=args.split, n=args.n, seed=args.seed
         )

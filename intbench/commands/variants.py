@@ -109,8 +109,8 @@ def run_variants(args) -> int:
     """``intbench variants``: write the variant set and its log; 0 on success."""
     from intbench.envs.domains import DataSourceError
     from intbench.generalization import VariantPipeline, procedural_variants, write_variant_set
-    from intbench.generalization.procedural import is_procedural
-    from intbench.generalization.variants import DEFAULT_CANDIDATES
+    from intbench.generalization.procedural import ProceduralResult, is_procedural
+    from intbench.generalization.variants import DEFAULT_CANDIDATES, PipelineResult
 
     if args.per_problem is not None and args.per_problem < 1:
         return _fail("--per-problem must be at least 1")
@@ -118,6 +118,7 @@ def run_variants(args) -> int:
         return _fail(f"--out must end in .jsonl, got {args.out}")
     try:
         problems = _originals(args)
+        result: ProceduralResult | PipelineResult
         if args.model is None and all(is_procedural(p) for p in problems):
             result = procedural_variants(problems, args.per_problem or 3, args.seed)
             method = "procedural"
@@ -142,7 +143,9 @@ def run_variants(args) -> int:
     log_path = args.out.with_suffix(".log.json")
     atomic_write_json(log_path, {"method": method, **result.to_dict()})
     validated = (
-        "" if method == "procedural" else f" ({len(result.validated)} validated, kept {args.keep})"
+        f" ({len(result.validated)} validated, kept {args.keep})"
+        if isinstance(result, PipelineResult)
+        else ""
     )
     print(
         f"{args.out}: {len(result.variants)} variant(s){validated} of {len(problems)} problem(s) "
@@ -173,7 +176,7 @@ def run_generalize(args) -> int:
         variants = read_variant_set(args.variants)
         sampling = None
         if args.max_tokens:
-            recorded = next(
+            recorded: dict = next(
                 (e.config["student_sampling"] for e in episodes if "student_sampling" in e.config),
                 {},
             )

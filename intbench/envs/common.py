@@ -8,7 +8,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -24,6 +24,9 @@ from intbench.envs.student_calls import cached_student_call
 from intbench.options import check_keys, field_names, option
 from intbench.records import Attempt, Episode, Problem, Verdict
 from intbench.verifiers import verify
+
+if TYPE_CHECKING:
+    from intbench.envs.transfer import VariantSource
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +121,9 @@ def student_tokens(student: str | ChatBackend, domain: str) -> int:
     return output_tokens(domain)
 
 
-def sampling_from(options: dict | SamplingParams | None, **defaults: Any) -> SamplingParams:
+def sampling_from(
+    options: Mapping[str, Any] | SamplingParams | None, **defaults: Any
+) -> SamplingParams:
     """Build sampling parameters from an options dict over per-role defaults."""
     if isinstance(options, SamplingParams):
         return options
@@ -172,7 +177,7 @@ def parse_action(
         raise ActionError(f"unknown action key(s): {', '.join(unknown[:3])}")
     if "intervene" not in action:
         raise ActionError("action lacks 'intervene'")
-    fields = {
+    fields: dict[str, Any] = {
         "intervene": intervene_flag(action["intervene"]),
         "message": text_field("message", action.get("message", "")),
     }
@@ -348,9 +353,10 @@ class EnvOptions:
         domains = {
             p.domain if isinstance(p, Problem) else p.get("domain") for p in self.problems or ()
         }
-        if len(domains) != 1 or None in domains:
+        domain = domains.pop() if len(domains) == 1 else None
+        if domain is None:
             raise ValueError("domain is required unless the problems given share one domain")
-        return domains.pop()
+        return domain
 
 
 WALL_CLOCK_KEYS = frozenset({"timings", "seconds", "time_s"})
@@ -423,6 +429,14 @@ def registered_id(env_class: type, domain: str | None) -> str:
     return env_class.__name__
 
 
+def flow_env(env: gym.Env) -> FlowEnv:
+    """The IntBench env under ``env``'s wrappers."""
+    inner = env.unwrapped
+    if not isinstance(inner, FlowEnv):
+        raise TypeError(f"{type(inner).__name__} is not an IntBench env; make one with gym.make")
+    return inner
+
+
 class FlowEnv(gym.Env):
     """Base of the protocol envs: shared options and models; episodes written as flows.
 
@@ -441,19 +455,21 @@ class FlowEnv(gym.Env):
             check_keys(kwargs, field_names(self.options_class), f"env option ... for {name}")
         options = self.options_class(**kwargs)
         self.options = options
-        self.domain = options.domain
+        # EnvOptions.__post_init__ fills the domain in from the problems when not given.
+        assert options.domain is not None
+        self.domain: str = options.domain
         self.render_mode = options.render_mode
         self.student_sampling = sampling_from(
             options.student_sampling,
             **STUDENT_DEFAULTS,
-            max_tokens=student_tokens(options.student, options.domain),
+            max_tokens=student_tokens(options.student, self.domain),
         )
         self.student_seed = int(options.student_seed)
         self.student_spec = backend_name(options.student)
         self.judge_spec = None if options.judge is None else backend_name(options.judge)
         self._pool = ProblemPool(
             resolve_problems(
-                options.domain,
+                self.domain,
                 options.problems,
                 options.source,
                 options.split,
@@ -473,8 +489,10 @@ class FlowEnv(gym.Env):
         self.executor = flows.RequestExecutor(backends)
         self.last_episode: Episode | None = None
         self._episode: Episode | None = None
+        self._problem: Problem | None = None
         self._terminated = False
-        self._variants = None  # set by _init_transfer when the reward reads transfer
+        # Set by _init_transfer when the reward reads transfer.
+        self._variants: VariantSource | None = None
 
     def _role_backends(self) -> dict[str, ChatBackend]:
         """Models for roles other than the student, by role name (the tutor's checker)."""
@@ -499,6 +517,12 @@ class FlowEnv(gym.Env):
         raise NotImplementedError
 
     def step_flow(self, action):
+        raise NotImplementedError
+
+    def _observation(self) -> dict:
+        raise NotImplementedError
+
+    def _info(self) -> dict:
         raise NotImplementedError
 
     # --------------------------------------------------- the episode skeleton
@@ -530,6 +554,20 @@ class FlowEnv(gym.Env):
             episode_id=episode_id,
             **fields,
         )
+
+    @property
+    def _current_episode(self) -> Episode:
+        """The episode in progress (reset() has run)."""
+        if self._episode is None:
+            raise RuntimeError("call reset() before step()")
+        return self._episode
+
+    @property
+    def _current_problem(self) -> Problem:
+        """The problem of the episode in progress (reset() has run)."""
+        if self._problem is None:
+            raise RuntimeError("call reset() before step()")
+        return self._problem
 
     def _check_steppable(self) -> None:
         if self._episode is None:
@@ -570,11 +608,12 @@ class FlowEnv(gym.Env):
     def _transfer(self, message: str | None):
         """Flow: the student's attempt at the episode's variant with ``message`` in
         context -> solved (False without variants, or on an error: fail closed)."""
-        if self._variants is None:
+        # The transfer seed is drawn whenever there are variants.
+        if self._variants is None or self._transfer_seed is None:
             return False
         from intbench.envs.transfer import transfer_attempt
 
-        problem = self._problem
+        problem = self._current_problem
         variant = self._variants.variant(problem, self._transfer_seed)
         attempt = yield from transfer_attempt(
             self._cache,
@@ -586,7 +625,7 @@ class FlowEnv(gym.Env):
             self._transfer_seed,
             self._verifier,
         )
-        self._episode.metadata.setdefault("transfer", []).append(
+        self._current_episode.metadata.setdefault("transfer", []).append(
             {"variant_id": variant.id, "with_message": bool(message), "solved": attempt.correct,
              "error": attempt.error}
         )  # fmt: skip
@@ -602,7 +641,10 @@ class FlowEnv(gym.Env):
         if action_error:
             info["action_error"] = action_error
             logging.getLogger(type(self).__module__).info(
-                "malformed %s action on %s: %s", protocol_label, self._problem.id, action_error
+                "malformed %s action on %s: %s",
+                protocol_label,
+                self._current_problem.id,
+                action_error,
             )
         if self._terminated:
             self._end_info(info, episode)

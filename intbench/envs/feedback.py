@@ -167,6 +167,7 @@ class FeedbackEnv(FlowEnv):
     """
 
     options_class = FeedbackOptions
+    options: FeedbackOptions
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
@@ -175,7 +176,7 @@ class FeedbackEnv(FlowEnv):
         self.teacher_sampling = sampling_from(
             self.options.teacher_sampling,
             **TEACHER_DEFAULTS,
-            max_tokens=output_tokens(self.options.domain),
+            max_tokens=output_tokens(self.domain),
         )
 
         self.observation_space = spaces.Dict(
@@ -239,12 +240,12 @@ class FeedbackEnv(FlowEnv):
         """Flow version of :meth:`step`."""
         if self._ended_at_reset:
             self._ended_at_reset = False
-            return self._step_result(self._first_reward, None, self._episode, "feedback")
+            return self._step_result(self._first_reward, None, self._current_episode, "feedback")
         self._check_steppable()
         feedback, source, action_error = yield from self._feedback_for_turn(action)
         self._feedback.append(feedback)
-        leaked = answer_leaked(self._problem, feedback)
-        self._episode.feedback.append(
+        leaked = answer_leaked(self._current_problem, feedback)
+        self._current_episode.feedback.append(
             FeedbackTurn(
                 turn=len(self._attempts),
                 message=feedback,
@@ -256,14 +257,14 @@ class FeedbackEnv(FlowEnv):
         # The transfer attempt needs only the feedback, so it shares the retry's batch.
         transfer = self._transfer(feedback) if self._variants is not None else None
         reward = yield from self._attempt(feedback, leaked, transfer)
-        return self._step_result(reward, action_error, self._episode, "feedback")
+        return self._step_result(reward, action_error, self._current_episode, "feedback")
 
     def _attempt(self, feedback: str | None, leaked: bool = False, transfer=None):
         """Flow: the student's next attempt, recorded -> the step's reward (ends the
         episode when right, on an error or at ``k_max``); ``leaked``: the feedback
         before it gave the answer away; ``transfer``: the turn's transfer flow, run
         beside the attempt."""
-        episode = self._episode
+        episode = self._current_episode
         step = {"success": 0.0, "auc": 0.0, "leaked": float(leaked), "transfer": 0.0}
         started = time.perf_counter()
         if transfer is None:
@@ -313,8 +314,8 @@ class FeedbackEnv(FlowEnv):
             messages = self._teacher_messages(SELF_TEMPLATES[self.options.mode])
             sampling = replace(self.teacher_sampling, seed=self._draw_seed())
             completion = yield flows.Generate("student", messages, sampling)
-            self._episode.tokens["feedback_prompt"] += completion.prompt_tokens
-            self._episode.tokens["feedback_completion"] += completion.completion_tokens
+            self._current_episode.tokens["feedback_prompt"] += completion.prompt_tokens
+            self._current_episode.tokens["feedback_completion"] += completion.completion_tokens
             if completion.error:
                 name = self.options.mode.replace("_", "-")
                 return None, "self", f"{name} generation failed: {completion.error}"
@@ -326,7 +327,7 @@ class FeedbackEnv(FlowEnv):
 
     def _next_attempt(self, feedback: str | None):
         """Flow: the next attempt, verified.  Attempt 1 is cached and shared."""
-        problem = self._problem
+        problem = self._current_problem
         if not self._attempts:
             messages = render_messages(problem.domain, "feedback_student", problem=problem)
             sampling = replace(self.student_sampling, seed=self._student_seed)
@@ -368,7 +369,7 @@ class FeedbackEnv(FlowEnv):
         return [self._turn(i, with_feedback=i in shown) for i in earlier]
 
     def _reference(self) -> str | None:
-        problem = self._problem
+        problem = self._current_problem
         if self.options.teacher_reference == "answer":
             answer = problem.answer
             return None if answer is None else str(answer)
@@ -383,7 +384,7 @@ class FeedbackEnv(FlowEnv):
         verdict = self._attempts[-1].verdict
         if verdict is None:
             return None
-        kind = get_domain(self._problem.domain).kind
+        kind = get_domain(self._current_problem.domain).kind
         if kind == "code":
             if self.options.execution_context == "none" or "passed" not in verdict.details:
                 return None
@@ -398,9 +399,9 @@ class FeedbackEnv(FlowEnv):
 
     def _teacher_messages(self, template: str = "feedback_teacher") -> list[dict]:
         return render_messages(
-            self._problem.domain,
+            self._current_problem.domain,
             template,
-            problem=self._problem,
+            problem=self._current_problem,
             history=self._teacher_turns(),
             latest_attempt=self._attempts[-1].text,
             execution_context=self._execution(),
@@ -415,13 +416,13 @@ class FeedbackEnv(FlowEnv):
             for t in (self._teacher_turns() if self._attempts else [])
         )
         return {
-            "problem": self._problem.question,
+            "problem": self._current_problem.question,
             "attempt": self._attempts[-1].text if self._attempts else "",
             "history": earlier,
             "execution": self._execution() or "",
             "reference": self._reference() or "",
             "attempts": as_counter(len(self._attempts)),
-            "solved": int(self._episode.solved_at is not None),
+            "solved": int(self._current_episode.solved_at is not None),
         }
 
     def _info(self) -> dict:
@@ -431,17 +432,17 @@ class FeedbackEnv(FlowEnv):
         return {
             "messages": self._teacher_messages() if teacher_turn else [],
             "teacher_turn": teacher_turn,
-            "problem_id": self._problem.id,
+            "problem_id": self._current_problem.id,
             "attempt": len(self._attempts),
             # An int in every episode (0: unsolved), so vector envs can stack it.
-            "solved_at": self._episode.solved_at or 0,
+            "solved_at": self._current_episode.solved_at or 0,
         }
 
     def render(self):
         if self.render_mode != "ansi" or self._episode is None:
             return None
         lines = [
-            f"[{self._problem.id}] {self.options.mode}: {len(self._attempts)}/{self.options.k_max} attempts"
+            f"[{self._current_problem.id}] {self.options.mode}: {len(self._attempts)}/{self.options.k_max} attempts"
         ]
         for i, attempt in enumerate(self._attempts):
             lines.append(f"-- attempt {i + 1} ({attempt.status}):\n{attempt.text}")

@@ -53,9 +53,11 @@ class Verify:
 @dataclass
 class Gather:
     """Several :class:`Generate`/:class:`Verify` requests of one flow, to be served
-    together; the flow receives the list of their answers, in order."""
+    together; the flow receives the list of their answers, in order.  (Typed as any
+    request since :func:`gather` passes on what its sub-flows yield; executors
+    refuse a nested Gather.)"""
 
-    requests: list[Generate | Verify]
+    requests: list[Request]
 
 
 Request = Generate | Verify | Gather
@@ -89,7 +91,7 @@ def gather(*subflows: Flow) -> Flow:
 def serve_gathered(requests: list[Request], serve: Callable[[list], list]) -> list[Any]:
     """Answer ``requests`` with ``serve``, which takes only plain requests: each
     :class:`Gather`'s parts are served with the rest and answered as a list."""
-    flat: list[Generate | Verify] = []
+    flat: list[Request] = []
     spans = []  # per request: (where its parts start in ``flat``, how many, a Gather?)
     for request in requests:
         parts = request.requests if isinstance(request, Gather) else [request]
@@ -167,19 +169,19 @@ class RequestExecutor:
         with the list of its parts' answers)."""
         return serve_gathered(requests, self._serve_plain)
 
-    def _serve_plain(self, requests: list[Generate | Verify]) -> list[Any]:
+    def _serve_plain(self, requests: list[Request]) -> list[Any]:
         answers: list[Any] = [None] * len(requests)
-        gen_idx = [i for i, r in enumerate(requests) if isinstance(r, Generate)]
-        ver_idx = [i for i, r in enumerate(requests) if isinstance(r, Verify)]
-        if len(gen_idx) + len(ver_idx) != len(requests):
+        generates = [(i, r) for i, r in enumerate(requests) if isinstance(r, Generate)]
+        verifies = [(i, r) for i, r in enumerate(requests) if isinstance(r, Verify)]
+        if len(generates) + len(verifies) != len(requests):
             bad = next(r for r in requests if not isinstance(r, Generate | Verify))
             raise TypeError(
                 f"a flow yielded {type(bad).__name__}, expected Generate, Verify or Gather"
             )
-        for i, out in zip(gen_idx, self.generate([requests[i] for i in gen_idx]), strict=True):
-            answers[i] = out
-        for i, out in zip(ver_idx, self.verify([requests[i] for i in ver_idx]), strict=True):
-            answers[i] = out
+        completions = self.generate([r for _, r in generates])
+        verdicts = self.verify([r for _, r in verifies])
+        for (i, _), answer in zip([*generates, *verifies], [*completions, *verdicts], strict=True):
+            answers[i] = answer
         return answers
 
     def close(self) -> None:

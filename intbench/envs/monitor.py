@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -91,7 +91,7 @@ TEACHER_PROMPTS = {
 Table 10) and the append-only layout of the paper's prompt."""
 
 MAX_POSITION = 2**31 - 1
-ORACLE_FIELDS = {
+ORACLE_FIELDS: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
     "position": (-1, partial(integer_field, low=-1, high=MAX_POSITION)),
     "quote": ("", text_field),
 }
@@ -155,6 +155,7 @@ class MonitorEnv(FlowEnv):
     """
 
     options_class = MonitorOptions
+    options: MonitorOptions
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
@@ -178,7 +179,6 @@ class MonitorEnv(FlowEnv):
             action["position"] = spaces.Box(low=-1, high=MAX_POSITION, shape=(), dtype=np.int64)
             action["quote"] = UnicodeText(1_000)
         self.action_space = action
-        self._problem: Problem | None = None
 
     @property
     def condition(self) -> str:
@@ -198,8 +198,9 @@ class MonitorEnv(FlowEnv):
         self._cuts = cut_points(self._trace, self.options.increment, self._token_offsets())
         self._cursor = 0 if self.condition == "standard" else len(self._cuts) - 1
         self._baseline_correct = baseline.correct
+        self._baseline_answer = str(baseline.answer or "")
         self._verdict_code = VERDICT_CODES.get(baseline.status, HIDDEN)
-        self._prompt_parts = None
+        self._prompt_parts: list[tuple[str, list[str]]] | None = None
         self._episode = self._new_episode(
             "monitor",
             problem,
@@ -243,11 +244,11 @@ class MonitorEnv(FlowEnv):
         self._check_steppable()
         intervene, message, position, quote, action_error = self._parse_action(action)
         if action_error:
-            logger.info("malformed action on %s: %s", self._problem.id, action_error)
+            logger.info("malformed action on %s: %s", self._current_problem.id, action_error)
         revealed = self._cuts[self._cursor]
-        self._episode.steps.append(
+        self._current_episode.steps.append(
             MonitorStep(
-                step=len(self._episode.steps),
+                step=len(self._current_episode.steps),
                 revealed_chars=revealed,
                 action="intervene" if intervene else "wait",
                 message=message if intervene else None,
@@ -255,11 +256,10 @@ class MonitorEnv(FlowEnv):
             )
         )
         if self.condition == "oracle":
-            match = None
-            if intervene:
-                match = self._locate(position, quote)
-                revealed = match.position
-            yield from self._finish(intervene, message, revealed, match)
+            match = self._locate(position, quote) if intervene else None
+            yield from self._finish(
+                intervene, message, match.position if match else revealed, match
+            )
         elif intervene:
             yield from self._finish(True, message, revealed, None)
         elif self._cursor == len(self._cuts) - 1:
@@ -270,9 +270,9 @@ class MonitorEnv(FlowEnv):
         if action_error:
             info["action_error"] = action_error
         if self._terminated:
-            info["reward_components"] = dict(self._episode.reward_components)
-            self._end_info(info, self._episode)
-        reward = self._episode.reward if self._terminated else 0.0
+            info["reward_components"] = dict(self._current_episode.reward_components)
+            self._end_info(info, self._current_episode)
+        reward = self._current_episode.reward if self._terminated else 0.0
         return self._observation(), reward, self._terminated, False, info
 
     def _parse_action(self, action) -> tuple[bool, str, int, str, str | None]:
@@ -287,7 +287,7 @@ class MonitorEnv(FlowEnv):
 
     def _locate(self, position: int, quote: str) -> QuoteMatch:
         # The domain's answer format marks where the final answer begins (App. A.2).
-        domain = self._problem.domain
+        domain = self._current_problem.domain
         if quote.strip():
             return locate_quote(self._trace, quote, domain)
         if position < 0:
@@ -302,27 +302,29 @@ class MonitorEnv(FlowEnv):
         self, intervene: bool, message: str | None, position: int | None, match: QuoteMatch | None
     ):
         """Flow: apply the intervention (if any), score it, close the episode record."""
-        episode = self._episode
-        applied = intervene and (match is None or match.ok)
+        episode = self._current_episode
+        # The cut the continuation starts from; an accepted quote always has a position.
+        cut = position if intervene and (match is None or match.ok) else None
+        applied = cut is not None
         post_correct = None
         if intervene:
             total = len(self._trace)
             intervention = Intervention(
                 message=message,
                 position=position,
-                tau_abs=position if applied else None,
-                tau_rel=(position / total if total else 1.0) if applied else None,
+                tau_abs=cut,
+                tau_rel=None if cut is None else (cut / total if total else 1.0),
                 quote_stage=match.stage if match else None,
                 excluded=match.excluded if match else None,
                 post=self.options.post,
-                leaked=answer_leaked(self._problem, message),
+                leaked=answer_leaked(self._current_problem, message),
             )
             episode.intervention = intervention
-        if applied:
+        if cut is not None:
             # The transfer attempt needs only the message, so it shares the
             # continuation's batch.
             post_correct, transfer = yield from flows.gather(
-                self._continue(intervention, position), self._transfer(message)
+                self._continue(intervention, cut), self._transfer(message)
             )
         else:
             transfer = yield from self._transfer(None)
@@ -341,10 +343,13 @@ class MonitorEnv(FlowEnv):
     def _continue(self, intervention: Intervention, position: int):
         """Flow: the student continues the trace cut at ``position`` after the
         intervention's message -> correct (None when it failed)."""
-        episode = self._episode
+        episode = self._current_episode
         started = time.perf_counter()
         messages = continuation_messages(
-            self._problem, self._trace[:position], intervention.message, self.options.post
+            self._current_problem,
+            self._trace[:position],
+            intervention.message or "",
+            self.options.post,
         )
         sampling = replace(self.student_sampling, seed=self._draw_seed())
         completion = yield flows.Generate("student", messages, sampling)
@@ -353,7 +358,7 @@ class MonitorEnv(FlowEnv):
         if completion.error:
             episode.error = f"student failed after the intervention: {completion.error}"
         else:
-            verdict = yield flows.Verify(self._problem, completion.text, self._verifier)
+            verdict = yield flows.Verify(self._current_problem, completion.text, self._verifier)
             if verdict.status == "error":
                 episode.error = f"grader error after the intervention: {verdict.feedback}"
             post_correct = verdict.correct
@@ -365,16 +370,16 @@ class MonitorEnv(FlowEnv):
 
     # ------------------------------------------------------- observation/info
     def _observation(self) -> dict:
-        problem = self._problem
+        problem = self._current_problem
         oracle = self.condition == "oracle"
         revealed = self._cuts[self._cursor]
         return {
             "problem": problem.question,
             "transcript": self._trace[:revealed],
             "reference": self._reference(),
-            "student_answer": str(self._episode.baseline.answer or "") if oracle else "",
+            "student_answer": self._baseline_answer if oracle else "",
             "verdict": self._verdict_code if oracle else HIDDEN,
-            "step": as_counter(len(self._episode.steps)),
+            "step": as_counter(len(self._current_episode.steps)),
             "revealed_chars": as_counter(revealed),
             "finished": int(self._cursor == len(self._cuts) - 1),
         }
@@ -382,15 +387,15 @@ class MonitorEnv(FlowEnv):
     def _reference(self) -> str:
         if not self.options.teacher_access:
             return ""
-        problem = self._problem
+        problem = self._current_problem
         return str(problem.solution or problem.answer or "")
 
     def _info(self) -> dict:
         revealed = self._cuts[self._cursor]
         return {
             "messages": self.teacher_messages(),
-            "problem_id": self._problem.id,
-            "step": len(self._episode.steps),
+            "problem_id": self._current_problem.id,
+            "step": len(self._current_episode.steps),
             "revealed_chars": revealed,
             "privileged": {
                 "total_chars": len(self._trace),
@@ -400,7 +405,7 @@ class MonitorEnv(FlowEnv):
 
     def teacher_messages(self) -> list[dict]:
         """The paper's teacher prompt for the current step, as chat messages."""
-        problem = self._problem
+        problem = self._current_problem
         reference = self._reference() or None
         if self.condition == "oracle":
             return render_messages(
@@ -408,7 +413,7 @@ class MonitorEnv(FlowEnv):
                 "teacher_oracle",
                 problem=problem,
                 transcript=self._trace,
-                student_answer=str(self._episode.baseline.answer or ""),
+                student_answer=self._baseline_answer,
                 verdict="correct" if self._baseline_correct else "incorrect",
                 reference=reference,
             )
@@ -436,12 +441,12 @@ class MonitorEnv(FlowEnv):
             return None
         shown = self._cuts[self._cursor]
         lines = [
-            f"[{self._problem.id}] {self.condition} step {len(self._episode.steps)} "
+            f"[{self._current_problem.id}] {self.condition} step {len(self._current_episode.steps)} "
             f"revealed {shown}/{len(self._trace)} chars",
             self._trace[:shown],
         ]
-        if self._episode.intervention:
-            lines.append(f"-- intervention: {self._episode.intervention.message!r}")
+        if self._current_episode.intervention:
+            lines.append(f"-- intervention: {self._current_episode.intervention.message!r}")
         return "\n".join(lines)
 
 

@@ -50,7 +50,7 @@ class _AllCharacters(Set):
 class _CharactersByCodePoint(Sequence):
     """Character ``i`` is ``chr(i)``: Gymnasium's ``character_list``, computed."""
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return tuple(map(chr, range(CODE_POINTS)[index]))
         return chr(index)
@@ -68,12 +68,14 @@ class UnicodeText(spaces.Text):
         super().__init__(max_length, min_length=min_length, charset=" ", seed=seed)
         self._sampler: spaces.Text | None = None  # made at the first sample: envs rarely sample
 
+    # Lazy stand-ins for the parent's frozenset and tuple: the parent only takes
+    # their length, membership and items, so the narrower declared types do not matter.
     @property
-    def character_set(self) -> Set[str]:
+    def character_set(self) -> Set[str]:  # type: ignore[override]
         return _AllCharacters()
 
     @property
-    def character_list(self) -> Sequence[str]:
+    def character_list(self) -> Sequence[str]:  # type: ignore[override]
         return _CharactersByCodePoint()
 
     def character_index(self, char: str) -> np.int32:

@@ -180,13 +180,14 @@ class TutorEnv(FlowEnv):
     """
 
     options_class = TutorOptions
+    options: TutorOptions
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         options = self.options
         self.reward_weights = resolve_weights(options.reward, "tutor")
         self._init_transfer(self.reward_weights)
-        domain = options.domain
+        domain = self.domain
         submissions = options.submissions
         if submissions is None:
             kind = get_domain(domain).kind
@@ -237,7 +238,7 @@ class TutorEnv(FlowEnv):
         if self.ratings is None:
             problem = self._draw_problem(seed, options)
         else:
-            problem = self._draw_rated_problem(seed, options)
+            problem = self._draw_rated_problem(self.ratings, seed, options)
             calibrating = self._rated_episodes < self.options.calibration_tasks
             self._rated_episodes += 1
         self._problem = problem
@@ -281,7 +282,7 @@ class TutorEnv(FlowEnv):
     def step_flow(self, action):
         """Flow version of :meth:`step`."""
         self._check_steppable()
-        episode = self._episode
+        episode = self._current_episode
         action_error = None
         self._last_check = None
         if self._ideation_turns:
@@ -307,7 +308,7 @@ class TutorEnv(FlowEnv):
                 episode.timings["solve_s"] += time.perf_counter() - started
             self._terminated = True
             if self.ratings is not None and not episode.error:
-                self._update_rating(episode)
+                self._update_rating(self.ratings, episode)
         solved = float(episode.solved_at is not None)
         episode.metadata["withheld"] = self._withheld
         episode.reward_components = {
@@ -337,9 +338,9 @@ class TutorEnv(FlowEnv):
     def _student_says(self, final: bool):
         """Flow: the student's next ideation message, or (``final``) its plan for phase 2."""
         messages = render_messages(
-            self._problem.domain,
+            self._current_problem.domain,
             "tutor_student_ideation",
-            problem=self._problem,
+            problem=self._current_problem,
             dialogue=self._view("student"),
             final=final,
         )
@@ -347,11 +348,11 @@ class TutorEnv(FlowEnv):
         completion = yield flows.Generate("student", messages, sampling)
         self._count_tokens("student", completion)
         if completion.error:
-            self._episode.error = f"student ideation call failed: {completion.error}"
+            self._current_episode.error = f"student ideation call failed: {completion.error}"
             return
         text = strip_think(completion.text).strip()
         if final:
-            self._episode.metadata["notes"] = text
+            self._current_episode.metadata["notes"] = text
         else:
             self._dialogue.append(
                 {"role": "student", "content": text, "withheld": False, "reason": ""}
@@ -366,8 +367,8 @@ class TutorEnv(FlowEnv):
             action_error=action_error,
         )
         if message is not None:
-            self._leaked += int(answer_leaked(self._problem, message))
-            check = rules_check(self._problem, message)
+            self._leaked += int(answer_leaked(self._current_problem, message))
+            check = rules_check(self._current_problem, message)
             if not check.leak and self.checker_spec != "rules":
                 check = yield from self._llm_check(message)
             self._last_check = check
@@ -381,18 +382,21 @@ class TutorEnv(FlowEnv):
                 }
             )
             step.withheld, step.check = check.leak, check.to_dict()
-        self._episode.steps.append(step)
+        self._current_episode.steps.append(step)
 
     def _llm_check(self, message: str):
         messages = render_messages(
-            self._problem.domain, "tutor_checker", problem=self._problem, message=message
+            self._current_problem.domain,
+            "tutor_checker",
+            problem=self._current_problem,
+            message=message,
         )
         completion = yield flows.Generate("checker", messages, self.checker_sampling)
         self._count_tokens("checker", completion)
         return parse_checker_reply(completion.text, completion.error)
 
     # ------------------------------------------------------------ Elo rating
-    def _draw_rated_problem(self, seed: int | None, options: dict | None):
+    def _draw_rated_problem(self, ratings: EloTable, seed: int | None, options: dict | None):
         """The problem KITE would give next: unseen, in the band above the student's rating.
 
         A ``problem_id`` in the reset options is drawn as asked.  Once every
@@ -404,7 +408,7 @@ class TutorEnv(FlowEnv):
             if len(self._seen) >= len(problems):
                 self._seen.clear()
             rng = np.random.default_rng(seed) if seed is not None else self.np_random
-            options["problem_id"] = self.ratings.select_task(
+            options["problem_id"] = ratings.select_task(
                 self.student_spec,
                 [p.id for p in problems],
                 rng,
@@ -414,12 +418,12 @@ class TutorEnv(FlowEnv):
         self._seen.add(options["problem_id"])
         return self._draw_problem(seed, options)
 
-    def _update_rating(self, episode) -> None:
+    def _update_rating(self, ratings: EloTable, episode) -> None:
         """KITE's update once the problem is solved or the submission limit is reached."""
-        before = self.ratings.student(self.student_spec)
-        after, task = self.ratings.record(
-            self.student_spec, self._problem.id, episode.solved_at is not None,
-            self._problem.metadata,
+        before = ratings.student(self.student_spec)
+        after, task = ratings.record(
+            self.student_spec, self._current_problem.id, episode.solved_at is not None,
+            self._current_problem.metadata,
         )  # fmt: skip
         episode.metadata["elo"] = {"student_before": before, "student_after": after, "task": task}
 
@@ -427,7 +431,7 @@ class TutorEnv(FlowEnv):
     def _solve(self):
         """Flow: phase 2, up to ``submissions`` attempts (a solo episode: ``solo_tries``
         independent tries); never shown the dialogue."""
-        problem, episode = self._problem, self._episode
+        problem, episode = self._current_problem, self._current_episode
         notes = episode.metadata["notes"] if self.options.notes else None
         # Zero-shot tries see no earlier try: each is a fresh sample of the same prompt.
         independent = self.options.solo_tries if episode.condition == "solo" else None
@@ -480,12 +484,14 @@ class TutorEnv(FlowEnv):
         return next((t["content"] for t in reversed(self._dialogue) if t["role"] == "student"), "")
 
     def _count_tokens(self, role: str, completion) -> None:
-        self._episode.tokens[f"{role}_prompt"] += completion.prompt_tokens
-        self._episode.tokens[f"{role}_completion"] += completion.completion_tokens
+        self._current_episode.tokens[f"{role}_prompt"] += completion.prompt_tokens
+        self._current_episode.tokens[f"{role}_completion"] += completion.completion_tokens
 
     def _teacher_turn(self) -> bool:
         return (
-            not self._terminated and self._turn < self._ideation_turns and not self._episode.error
+            not self._terminated
+            and self._turn < self._ideation_turns
+            and not self._current_episode.error
         )
 
     def _observation(self) -> dict:
@@ -494,22 +500,22 @@ class TutorEnv(FlowEnv):
             for t in self._view("teacher")
         )
         return {
-            "problem": self._problem.question,
+            "problem": self._current_problem.question,
             "dialogue": dialogue,
             "student_message": self._latest_student_message(),
             "turn": as_counter(self._turn),
             "withheld": as_counter(self._withheld),
             "submissions": as_counter(len(self._attempts)),
-            "solved": int(self._episode.solved_at is not None),
+            "solved": int(self._current_episode.solved_at is not None),
         }
 
     def _info(self) -> dict:
         teacher_turn = self._teacher_turn()
         messages = (
             render_messages(
-                self._problem.domain,
+                self._current_problem.domain,
                 "tutor_teacher_ideation",
-                problem=self._problem,
+                problem=self._current_problem,
                 dialogue=self._view("teacher"),
             )
             if teacher_turn
@@ -518,11 +524,11 @@ class TutorEnv(FlowEnv):
         info = {
             "messages": messages,
             "teacher_turn": teacher_turn,
-            "problem_id": self._problem.id,
+            "problem_id": self._current_problem.id,
             "turn": self._turn,
             "withheld": self._withheld,
             # An int in every episode (0: unsolved), so vector envs can stack it.
-            "solved_at": self._episode.solved_at or 0,
+            "solved_at": self._current_episode.solved_at or 0,
         }
         # Absent rather than None when nothing was checked: vector envs merge a
         # key that some sub-envs lack, not one that is None in some and a dict in others.
@@ -534,7 +540,7 @@ class TutorEnv(FlowEnv):
         if self.render_mode != "ansi" or self._episode is None:
             return None
         lines = [
-            f"[{self._problem.id}] tutor: turn {self._turn}/{self._ideation_turns}, {self._withheld} withheld"
+            f"[{self._current_problem.id}] tutor: turn {self._turn}/{self._ideation_turns}, {self._withheld} withheld"
         ]
         lines += [f"{t['role']}: {t['content']}" for t in self._view("teacher")]
         for i, attempt in enumerate(self._attempts):

@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.vector.utils import concatenate, iterate
 
+from intbench.envs.common import flow_env
 from intbench.envs.flows import run_flows
 
 
@@ -27,7 +28,7 @@ class BatchedVectorEnv(SyncVectorEnv):
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], copy: bool = True):
         super().__init__(env_fns, copy=copy, autoreset_mode=AutoresetMode.NEXT_STEP)
-        self._flow_envs = [env.unwrapped for env in self.envs]
+        self._flow_envs = [flow_env(env) for env in self.envs]
         self.executor = self._flow_envs[0].executor
 
     def reset(
@@ -55,7 +56,7 @@ class BatchedVectorEnv(SyncVectorEnv):
             self.executor,
         )
         infos: dict[str, Any] = {}
-        for i, (obs, info) in zip(indices, results, strict=True):
+        for i, (obs, info) in zip(indices.tolist(), results, strict=True):
             self._env_obs[i] = obs
             infos = self._add_info(infos, info, i)
         return self._batched_observations(), infos

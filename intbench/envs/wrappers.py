@@ -6,7 +6,12 @@ import logging
 
 import gymnasium as gym
 
-from intbench.agents.parsing import parse_monitor_decision, parse_oracle_decision
+from intbench.agents.parsing import (
+    MonitorDecision,
+    OracleDecision,
+    parse_monitor_decision,
+    parse_oracle_decision,
+)
 from intbench.envs.spaces import UnicodeText
 
 logger = logging.getLogger(__name__)
@@ -29,7 +34,9 @@ class TeacherTextActions(gym.ActionWrapper):
     def action(self, action):
         if not isinstance(action, str):
             return action
-        if self.env.unwrapped.condition == "oracle":
+        parsed: MonitorDecision | OracleDecision
+        # Envs without a condition (not the monitor's) get the standard format.
+        if getattr(self.env.unwrapped, "condition", "standard") == "oracle":
             parsed = parse_oracle_decision(action)
             result = {
                 "intervene": int(bool(parsed.intervene)),

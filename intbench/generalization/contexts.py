@@ -117,9 +117,9 @@ def context_messages(
             baseline_verdict=_status(baseline),
         )
     intervention = applied_intervention(episode)
-    if intervention is None:
+    attempt = intervention.attempt if intervention else None
+    if intervention is None or attempt is None:
         raise ContextUnavailable(f"episode {episode.episode_id} has no applied intervention")
-    attempt = intervention.attempt
     return render_messages(
         variant.domain,
         template,

@@ -98,20 +98,19 @@ def procedural_variants(problems: list[Problem], n: int, seed: int = 0) -> Proce
         )
     result = ProceduralResult([])
     for problem in problems:
-        entry = {"problem_id": problem.id, "skill": problem.metadata.get("skill"), "dropped": []}
+        dropped: list[dict] = []
         for k in range(n):
             variant_seed = k * SEED_STRIDE + seed
             try:
                 variant = make_variant(problem, variant_seed)
             except Exception as exc:  # generator give-ups are recorded, not fatal
-                entry["dropped"].append(
-                    {"seed": variant_seed, "reason": f"{type(exc).__name__}: {exc}"}
-                )
+                dropped.append({"seed": variant_seed, "reason": f"{type(exc).__name__}: {exc}"})
                 continue
             reason = check_variant(problem, variant)
             if reason:
-                entry["dropped"].append({"seed": variant_seed, "reason": reason})
+                dropped.append({"seed": variant_seed, "reason": reason})
             else:
                 result.variants.append(variant)
-        result.log.append(entry)
+        skill = problem.metadata.get("skill")
+        result.log.append({"problem_id": problem.id, "skill": skill, "dropped": dropped})
     return result

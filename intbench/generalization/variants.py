@@ -211,7 +211,7 @@ class ProblemGenerator(_Stage):
             self.messages(p.domain, problem=p, skill=s, category=c, n=n)
             for p, s, c in zip(problems, skills, categories, strict=True)
         ]
-        results = []
+        results: list[tuple[list[Candidate], list[str], Reply]] = []
         for reply in self.complete(conversations):
             if reply.error:
                 results.append(([], [f"model call failed: {reply.error}"], reply))
@@ -354,8 +354,7 @@ class VariantPipeline:
         domain = _single_llm_domain(problems)
         labels = self.extractor.extract(problems)
         log = _skill_log(problems, labels)
-        labelled = [i for i, (label, _) in enumerate(labels) if label.skill]
-        skills = [labels[i][0].skill for i in labelled]
+        labelled, skills = _labelled_skills(labels)
         taxonomy, cluster_reply = self.clusterer.cluster(skills, domain)
         named = {c["name"]: c for c in taxonomy.categories if c["name"] != UNCATEGORIZED}
         target = _targets(labelled, labels, taxonomy, named, log)
@@ -433,6 +432,12 @@ def _single_llm_domain(problems: list[Problem]) -> str:
             "its variants would need tests or grids that cannot be checked here"
         )
     return domain
+
+
+def _labelled_skills(labels: list[tuple[SkillLabel, Reply]]) -> tuple[list[int], list[str]]:
+    """The indices of the problems given a skill, and their skills."""
+    pairs = [(i, label.skill) for i, (label, _) in enumerate(labels) if label.skill]
+    return [i for i, _ in pairs], [skill for _, skill in pairs]
 
 
 def _skill_log(problems: list[Problem], labels: list) -> list[dict]:

@@ -96,7 +96,8 @@ def create_app(
             raise ActionError(403, STALE_FORM)
 
     def _cross_origin() -> bool:
-        allowed = {security.origin_of(request.host_url), public_origin} - {None}
+        origins = (security.origin_of(request.host_url), public_origin)
+        allowed = {origin for origin in origins if origin is not None}
         return security.cross_origin(
             request.headers.get("Origin"), request.headers.get("Referer"), allowed
         )
@@ -104,7 +105,8 @@ def create_app(
     def _session_csrf_token(participant_id: str) -> str:
         """The CSRF token of this browser's session, which must be the participant's."""
         token = request.cookies.get(SESSION_COOKIE)
-        if not study.session_matches(participant_id, token):
+        # session_matches first: an unknown participant is a 404, not a 403.
+        if not study.session_matches(participant_id, token) or token is None:
             raise ActionError(403, OTHER_BROWSER)
         return security.csrf_token_for(token)
 
@@ -137,7 +139,7 @@ def create_app(
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
         message = "Your submission is too large." if exc.code == 413 else exc.description
-        return _error_page(message, exc.code)
+        return _error_page(message or exc.name, exc.code or 500)
 
     @app.get("/")
     def start():
@@ -203,12 +205,14 @@ def create_app(
 
     def _trial_page(
         state: dict,
-        trial: dict,
+        trial: dict | None,
         common: dict,
         error: str | None = None,
         message: str = "",
         status: int = 200,
     ):
+        if trial is None:  # only in a trial phase, which ends with its last trial
+            raise ActionError(409, "There is no open question. Please reload the page.")
         view = study.views[trial["problem_id"]]
         trials = state["practice"] if trial["practice"] else state["trials"]
         page = {

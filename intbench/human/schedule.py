@@ -30,7 +30,7 @@ PHASES = ("instructions", "practice", "check", "trials", "questionnaire", "done"
 
 def valid_participant_id(value: str | None) -> bool:
     """Participant ids are 1-64 characters of ``[A-Za-z0-9_-]`` (safe in paths and URLs)."""
-    return bool(value) and PARTICIPANT_ID.fullmatch(value) is not None
+    return value is not None and PARTICIPANT_ID.fullmatch(value) is not None
 
 
 def random_participant_id() -> str:

@@ -256,8 +256,8 @@ class Study:
         with self._lock:
             state, trial = self._open_trial(participant_id, trial_id)
             if trial["confirmed_at"] is None:
-                trial["confirmed_at"] = time.time()
-                _seen_by(trial, trial["confirmed_at"])
+                trial["confirmed_at"] = now = time.time()
+                _seen_by(trial, now)
                 self.store.save_participant(state)
 
     def reveal(self, participant_id: str, trial_id: str, cursor: str | None) -> None:

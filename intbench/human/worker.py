@@ -49,16 +49,16 @@ class ContinuationWorker:
         append: called with each completed record; it must persist it (under the study's lock).
     """
 
-    def __init__(self, config: StudyConfig, append: Callable[[dict], None]):
+    def __init__(self, config: StudyConfig, append: Callable[[Episode], None]):
         self.config = config
         self._append = append
-        self._queue: queue.Queue[dict | None] = queue.Queue()
+        self._queue: queue.Queue[Episode | None] = queue.Queue()
         self._thread = threading.Thread(
             target=self._run, name="intbench-continuations", daemon=True
         )
         self._thread.start()
 
-    def submit(self, pending: dict) -> None:
+    def submit(self, pending: Episode) -> None:
         self._queue.put(copy.deepcopy(pending))
 
     def wait_idle(self) -> None:
@@ -72,11 +72,12 @@ class ContinuationWorker:
     def _run(self) -> None:
         while True:
             pending = self._queue.get()
+            if pending is None:
+                self._queue.task_done()
+                return
             try:
-                if pending is None:
-                    return
                 self._append(complete_record(self.config, pending))
             except Exception:  # a failed replay stays pending and is retried at the next start
-                logger.exception("continuation of trial %s failed", pending["metadata"]["run_key"])
+                logger.exception("continuation of trial %s failed", pending.metadata["run_key"])
             finally:
                 self._queue.task_done()

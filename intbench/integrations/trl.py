@@ -131,7 +131,7 @@ class MonitorTools(IntBenchToolEnv):
         return f"The student read your message and continued. {DONE}"
 
 
-class OracleMonitorTools(MonitorTools):
+class OracleMonitorTools(IntBenchToolEnv):
     """Monitor protocol, Oracle condition: the whole trace is shown; one decision."""
 
     tool_note = (
@@ -286,8 +286,10 @@ def tool_dataset(env_class: type[IntBenchToolEnv], size: int | None = None, seed
     require("train", "datasets", "tool_dataset")
     from datasets import Dataset
 
+    from intbench.envs.common import flow_env
+
     probe = env_class()
-    problems = len(probe.env.unwrapped.problems)
+    problems = len(flow_env(probe.env).problems)
     _, info = probe.env.reset(seed=seed, options={"problem_index": 0})
     system = list(info["messages"][:-1])
     probe.env.close()

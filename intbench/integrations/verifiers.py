@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 
 import intbench  # noqa: F401  (registers the env ids)
+from intbench.envs.common import flow_env
 from intbench.envs.domains import registry
 from intbench.envs.registration import env_id
 from intbench.envs.wrappers import TeacherTextActions
@@ -121,7 +122,7 @@ class IntBenchTaskset(vf.Taskset[IntBenchTask, IntBenchConfig]):
     def load(self) -> Iterator[IntBenchTask]:
         env = self.make_env()
         try:
-            for index in range(len(env.unwrapped.problems)):
+            for index in range(len(flow_env(env).problems)):
                 seed = self.config.seed + index
                 _, info = env.reset(seed=seed, options={"problem_index": index})
                 if not info["messages"]:
@@ -238,7 +239,7 @@ class IntBenchEnv(vf.Env[IntBenchEnvConfig]):
             _, reward, terminated, truncated, _ = await asyncio.to_thread(env.step, WAIT)
             total += float(reward)
             done = terminated or truncated
-        return total, env.unwrapped.last_episode, interaction.trace
+        return total, flow_env(env).last_episode, interaction.trace
 
     async def stop(self) -> None:
         while self._idle:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 BOOTSTRAP_SAMPLES = 1000
 
@@ -84,12 +85,12 @@ class ProblemResamples:
         # with fewer than 2 problems there is nothing to resample: the point estimate alone
         self.weights = _resample_weights(n, samples, seed) if n >= 2 else np.ones((1, n))
 
-    def totals(self, per_problem: np.ndarray) -> np.ndarray:
+    def totals(self, per_problem: ArrayLike) -> np.ndarray:
         """Sums of ``per_problem`` (one row per problem, in :attr:`problems` order) over the
         whole group (row 0) and over each resample (rows 1..samples)."""
         return self.weights @ np.asarray(per_problem, dtype=float)
 
-    def problem_means(self, per_problem: np.ndarray) -> np.ndarray:
+    def problem_means(self, per_problem: ArrayLike) -> np.ndarray:
         """The mean over problems of ``per_problem`` rows, for the group (row 0) and each
         resample (NaN without problems)."""
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -94,7 +94,7 @@ def feedback_controls(curves: Curves) -> dict[tuple, dict[str, Any]]:
         controls[cell] = {
             "self_refine": _acc_and_gain(refine.get(cell)),
             "self_feedback": _acc_and_gain(by_teacher.get(cell[-1])),
-            "best_feedback": _acc_and_gain(by_teacher.get(best)),
+            "best_feedback": None if best is None else _acc_and_gain(by_teacher[best]),
             "best_teacher": best,
         }
     return controls
@@ -114,7 +114,7 @@ def control_means(controls: dict[tuple, dict[str, Any]]) -> dict[tuple, dict[str
     for cell, row in controls.items():
         if all(row[c] is not None for c in CONTROLS):
             complete[cell[:-1]].append(row)
-    means = {}
+    means: dict[tuple, dict[str, Any]] = {}
     for context, rows in sorted(complete.items()):
         means[context] = {"students": len(rows)}
         for condition in CONTROLS:

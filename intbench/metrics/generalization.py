@@ -82,8 +82,8 @@ def generalization_scores(
     "n_problems", "n_records", "n_errors"}}`` for every context that has
     records; ``G`` is NaN when no pair was also run without context.
     """
-    by_context: dict[str, list[Episode]] = defaultdict(list)
-    errors: dict[str, int] = defaultdict(int)
+    by_context: dict[str | None, list[Episode]] = defaultdict(list)
+    errors: dict[str | None, int] = defaultdict(int)
     for record in as_episodes(records):
         if record.protocol != PROTOCOL:
             continue

@@ -90,9 +90,9 @@ def best_minus_worst(pairs: dict[tuple[str, str], float]) -> dict[str, float]:
     return {s: max(v) - min(v) for s, v in sorted(per_student.items())}
 
 
-def _ranks(values: Sequence[float]) -> np.ndarray:
+def _ranks(scores: Sequence[float]) -> np.ndarray:
     """Average ranks (ties share the mean rank), 1-based."""
-    values = np.asarray(values, dtype=float)
+    values = np.asarray(scores, dtype=float)
     order = np.argsort(values, kind="mergesort")
     ranks = np.empty(len(values))
     i = 0
@@ -203,7 +203,8 @@ def build_matrices(
     """One matrix per domain, K and setting with several students or several teachers."""
     by_domain: dict[tuple, list[FeedbackKey]] = defaultdict(list)
     for key in feedback:
-        by_domain[(key.domain, key.k_max, *(getattr(key, n) for n in SETTINGS))].append(key)
+        group = (key.domain, key.k_max, *(getattr(key, n) for n in SETTINGS))
+        by_domain[group].append(key)
     matrices = []
     for (domain, k_max, *setting), keys in sorted(by_domain.items()):
         teacher_keys = [k for k in keys if k.mode == "teacher"]

@@ -7,9 +7,11 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from intbench.metrics.estimate import Estimate
+
+GroupKey = TypeVar("GroupKey", bound=tuple)  # a metric's group key (a NamedTuple)
 
 TEXT_WIDTH = 100  # wider tables print one block per row, as psql's expanded display
 
@@ -47,7 +49,7 @@ class Table:
         name: str,
         title: str,
         keys: Sequence[str],
-        groups: Mapping[tuple, Mapping[str, Any]],
+        groups: Mapping[GroupKey, Mapping[str, Any]],
         estimates: Mapping[str, str],
         counts: Mapping[str, str],
         note: str,

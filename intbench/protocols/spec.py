@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +99,9 @@ class ProtocolSpec:
         """Its gym id for a domain's ``Domain.env_name``."""
         return f"IntBench-{env_name}{self.id_suffix}"
 
-    def hook(self, field: str) -> Callable[..., Any]:
-        """The function a ``"module:attribute"`` field names, imported on first use."""
+    def hook(self, field: str) -> Any:
+        """The object (a function, or the SFT hooks) a ``"module:attribute"`` field names,
+        imported on first use."""
         target = getattr(self, field)
         if target is None:
             raise ValueError(f"the {self.name} protocol has no {field}")

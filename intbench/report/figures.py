@@ -169,6 +169,7 @@ def _condition_bars(
     width = 0.8 / count
     xs = [i + (j - (count - 1) / 2) * width for i in range(len(estimates))]
     heights = [0.0 if math.isnan(e.value) else e.value for e in estimates]
+    errors: list[Sequence[float]]
     errors = list(zip(*(_error(e) for e in estimates), strict=True)) or [[], []]
     ax.bar(
         xs,
@@ -333,7 +334,7 @@ def accuracy_curves(feedback: dict[FeedbackKey, dict]) -> Figure:
                 markersize=3,
                 label=f"{label} (K={key.k_max})",
             )
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
         ax.set_xlabel("attempt k")
         ax.set_ylabel("acc@k")
         ax.set_ylim(0, 1.02)

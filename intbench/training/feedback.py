@@ -129,7 +129,7 @@ class FeedbackRollout:
             )
         return Dataset.from_list(rows)
 
-    def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
+    def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list | None]:
         states = [self._state(prompt) for prompt in prompts]
         tokenizer = trainer.processing_class
         envs = self.pool.take(len(prompts))
@@ -214,9 +214,12 @@ class _Samples:
 
     def add_logprobs(self, active: list[int], turn_logprobs: list[list[float]] | None) -> None:
         """The sampled tokens' log-probabilities of a turn (kept only with vLLM)."""
-        if self.logprobs is not None:
-            for i, values in zip(active, turn_logprobs, strict=True):
-                self.logprobs[i] += values
+        if self.logprobs is None:
+            return
+        if turn_logprobs is None:
+            raise ValueError("the generation backend returned no log-probabilities for a turn")
+        for i, values in zip(active, turn_logprobs, strict=True):
+            self.logprobs[i] += values
 
     def add_policy_turn(self, i: int, ids: list[int], reward: float) -> None:
         """The policy's turn (tokens that carry loss) and the env's reward for the retry."""
@@ -252,7 +255,7 @@ class _Samples:
                 if self.logprobs is not None:
                     self.logprobs[i] = [0.0]
 
-    def outputs(self, episodes: list[Episode | None]) -> dict[str, list]:
+    def outputs(self, episodes: list[Episode | None]) -> dict[str, list | None]:
         """What the rollout returns to TRL, with the extra fields of the reward functions."""
         return {
             "prompt_ids": self.prompt_ids,

@@ -18,7 +18,7 @@ def load_policy(spec: str, lora: dict[str, Any] | None = None) -> tuple[Any, Any
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if spec == "smollm2":
-        from intbench.agents.embedded import load_embedded_plain
+        from intbench.agents.backends.embedded import load_embedded_plain
 
         model, tokenizer = load_embedded_plain()
     else:

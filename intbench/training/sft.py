@@ -155,6 +155,8 @@ def _monitor_examples(
     record: Episode, problem: Problem, cache_dir: str, decisions: str
 ) -> list[dict]:
     config = record.config
+    if record.baseline is None:
+        raise ValueError(f"monitor record of {record.problem_id!r} has no baseline to replay")
     student = _replay_student([record.baseline.text])
     env = gym.make(
         f"intbench:{_env_id(problem.domain, 'monitor')}",
@@ -171,6 +173,7 @@ def _monitor_examples(
     examples = []
     steps = record.steps
     for index, step in enumerate(steps):
+        assert isinstance(step, MonitorStep)  # Episode.from_dict reads monitor steps as such
         reply = outputs[index] if index < len(outputs) else _monitor_reply(step)
         if decisions == "all" or index == len(steps) - 1:
             examples.append(_example(info["messages"], reply, record, index))
@@ -271,10 +274,10 @@ def sft_examples(
     """
     if decisions not in ("last", "all"):
         raise ValueError(f"decisions must be 'last' or 'all', got {decisions!r}")
-    by_id = {}
-    for problem in problems:
-        problem = problem if isinstance(problem, Problem) else Problem.from_dict(problem)
-        by_id[problem.id] = problem
+    by_id: dict[str, Problem] = {}
+    for item in problems:
+        parsed = item if isinstance(item, Problem) else Problem.from_dict(item)
+        by_id[parsed.id] = parsed
     examples: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="intbench-sft-") as scratch:
         for number, record in enumerate(select_records(records, filter, by_id)):

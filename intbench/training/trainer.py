@@ -85,7 +85,7 @@ def _primed_policy(config: TrainConfig, states) -> tuple[Any, Any]:
 
     from intbench.training.priming import PRIMING_DEFAULTS, monitor_format_examples, prime_format
 
-    settings = {**PRIMING_DEFAULTS, **config.format_priming}
+    settings = {**PRIMING_DEFAULTS, **(config.format_priming or {})}
     directory = Path(config.output_dir) / PRIMED_DIR
     if not directory.is_dir():
         if PartialState().num_processes > 1:
@@ -162,12 +162,9 @@ def monitor_grpo(config: TrainConfig, pool: EnvPool) -> Any:
     if config.balanced_states:
         if args.max_steps <= 0:
             raise ValueError("balanced_states needs trainer.max_steps (the steps to plan)")
-        dataset = balanced_states(
-            dataset,
-            args.max_steps,
-            args.generation_batch_size // args.num_generations,
-            config.seed,
-        )
+        batch, group = args.generation_batch_size, args.num_generations
+        assert batch is not None and group is not None  # GRPOConfig.__post_init__ sets both
+        dataset = balanced_states(dataset, args.max_steps, batch // group, config.seed)
     return GRPOTrainer(
         model=model,
         args=args,
@@ -199,8 +196,11 @@ def feedback_grpo(config: TrainConfig, pool: EnvPool) -> Any:
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        reward_funcs=[feedback_reward],
-        rollout_func=rollout,
+        # TRL's annotations are narrower than what it accepts: reward lists of
+        # list[float | None] (invariant, so list[float] is refused) and string prompts
+        # (conversational ones are lists of messages).
+        reward_funcs=[feedback_reward],  # type: ignore[list-item]
+        rollout_func=rollout,  # type: ignore[arg-type]
     )
 
 

@@ -59,7 +59,8 @@ def _cache_key(problem: Problem, response: str):
         return None
 
 
-verify.cache_key = _cache_key
+# A function attribute that intbench.verifiers.memo looks up (mypy does not model them).
+verify.cache_key = _cache_key  # type: ignore[attr-defined]
 
 
 __all__ = ["verify", "get_verifier", "Verdict"]

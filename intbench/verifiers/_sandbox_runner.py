@@ -98,10 +98,10 @@ def decode_value(node, depth=0, deadline=None):
     if type(node) is not list or len(node) != 2 or type(node[0]) is not str:
         raise ValueError("malformed value")
     tag, data = node
-    shape, decode = _DECODERS.get(tag, (None, None))
-    if shape is None or not shape(data):
+    decoder = _DECODERS.get(tag)
+    if decoder is None or not decoder[0](data):
         raise ValueError(f"malformed value of tag {tag[:20]!r}")
-    return decode(data, depth, deadline)
+    return decoder[1](data, depth, deadline)
 
 
 def _decode_items(data, depth, deadline):
@@ -438,11 +438,18 @@ class _Case:
         # left behind still holds the output pipes open.
         self.pidfd = os.pidfd_open(self.pid)
         self.selector = selectors.DefaultSelector()
-        for fd in (out_r, err_r, self.replies_fd):
-            if fd is not None:
-                os.set_blocking(fd, False)
-                self.selector.register(fd, selectors.EVENT_READ)
+        for readable in (out_r, err_r, self.replies_fd):
+            if readable is not None:
+                os.set_blocking(readable, False)
+                self.selector.register(readable, selectors.EVENT_READ)
         self.selector.register(self.pidfd, selectors.EVENT_READ)
+
+    @property
+    def _request_fd(self) -> int:
+        """The write end of the request pipe, which only a function test has."""
+        if self.requests is None:
+            raise RuntimeError("only a function test's case takes calls")
+        return self.requests
 
     # -- waiting
 
@@ -457,7 +464,7 @@ class _Case:
         if self.status == "ok":
             pending = self._write_some(pending)
         if pending:
-            self.selector.register(self.requests, selectors.EVENT_WRITE)
+            self.selector.register(self._request_fd, selectors.EVENT_WRITE)
         try:
             while self.status == "ok":
                 reply = self._complete_reply()
@@ -466,7 +473,7 @@ class _Case:
                 pending = self._wait_once(pending)
         finally:
             if self.requests in self.selector.get_map():
-                self.selector.unregister(self.requests)
+                self.selector.unregister(self._request_fd)
         return None
 
     def _complete_reply(self):
@@ -502,14 +509,14 @@ class _Case:
 
     def _write_some(self, pending):
         try:
-            pending = pending[os.write(self.requests, pending) :]
+            pending = pending[os.write(self._request_fd, pending) :]
         except BlockingIOError:
             return pending
         except BrokenPipeError:  # the child closed its request pipe
             self._stop("exited")
             return pending
         if not pending and self.requests in self.selector.get_map():
-            self.selector.unregister(self.requests)
+            self.selector.unregister(self._request_fd)
         return pending
 
     def _read_into(self, fd, buffer, cap):

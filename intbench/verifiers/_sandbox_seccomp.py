@@ -59,7 +59,8 @@ def _seccomp_program(machine):
         raise OSError(f"no seccomp filter for architecture {machine!r}")
     arch, clone, clone3, foreign_abi = _SECCOMP_ARCHES[machine]
     column = list(_SECCOMP_ARCHES).index(machine)
-    denied = {numbers[column] for numbers in _SECCOMP_DENIED.values()} - {None}
+    in_column = (numbers[column] for numbers in _SECCOMP_DENIED.values())
+    denied = {number for number in in_column if number is not None}
     load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF opcodes
     allow, kill = 0x7FFF0000, 0x80000000  # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
     eperm, enosys = 0x00050000 | 1, 0x00050000 | 38  # SECCOMP_RET_ERRNO | errno

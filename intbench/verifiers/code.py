@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from intbench.records import Problem, Verdict
+from intbench.records import Problem, Verdict, VerdictStatus
 from intbench.verifiers.bounds import graded_part
 from intbench.verifiers.code_split import visible_indices
 from intbench.verifiers.sandbox import CaseOutcome, SandboxLimits, run_program
@@ -106,7 +106,9 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
         newline = text.find("\n", position + len(_FENCE))
         if newline == -1:  # no later fence has a newline after it either
             break
-        tag = _FENCE_TAG.match(text, position + len(_FENCE), newline).group(1)
+        tag_match = _FENCE_TAG.match(text, position + len(_FENCE), newline)
+        assert tag_match is not None  # every part of the pattern is optional
+        tag = tag_match.group(1)
         closing = text.find(_FENCE, newline + 1)
         body_end = len(text) if closing == -1 else closing
         blocks.append((tag, text[newline + 1 : body_end]))
@@ -285,21 +287,22 @@ def verify_code(problem: Problem, response: str) -> Verdict:
     test passes.  No code gives ``"incorrect"`` with ``details["reason"] ==
     "no_code"``; malformed tests or a sandbox failure give ``"error"``.
     """
-    problem_error = _check_tests(problem.tests)
-    if problem_error:
+    tests = problem.tests
+    problem_error = _check_tests(tests)
+    if problem_error or tests is None:
         return Verdict.error(f"cannot verify {problem.id}: {problem_error}", reason="bad_tests")
     code = extract_code(response)
     if code is None:
-        result = ExecutionResult(0, len(problem.tests["cases"]), "no_code")
+        result = ExecutionResult(0, len(tests["cases"]), "no_code")
         details = {"reason": "no_code", **result.to_dict()}
         return Verdict("incorrect", 0.0, None, "No code found in the response.", details)
     try:
-        result = run_tests(code, problem.tests, visible_indices(problem))
+        result = run_tests(code, tests, visible_indices(problem))
     except (ValueError, TypeError) as exc:  # e.g. a non-numeric time_limit_s
         return Verdict.error(f"cannot verify {problem.id}: {exc}", reason="bad_tests")
     except (RuntimeError, OSError) as exc:
         return Verdict.error(f"sandbox error: {exc}", reason="sandbox_error")
-    status = "correct" if result.passed == result.total else "incorrect"
+    status: VerdictStatus = "correct" if result.passed == result.total else "incorrect"
     details = {"reason": result.status, **result.to_dict()}
     feedback = render_execution_context(result, "feedback", tests="all")
     return Verdict(status, result.pass_rate, code, feedback, details)
@@ -313,7 +316,8 @@ def code_cache_key(problem: Problem, response: str) -> str | None:
     )
 
 
-verify_code.cache_key = code_cache_key  # see intbench.verifiers.memo
+# A function attribute that intbench.verifiers.memo looks up (mypy does not model them).
+verify_code.cache_key = code_cache_key  # type: ignore[attr-defined]
 
 
 def render_execution_context(

@@ -25,6 +25,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
+from typing import TypeGuard
 
 from intbench.records import Problem
 
@@ -202,7 +203,7 @@ def _function_case_values(code: str) -> tuple[list[str], str | None]:
     return args, (source or (None if expected is None else ast.unparse(expected)))
 
 
-def _is_candidate_call(node: ast.AST) -> bool:
+def _is_candidate_call(node: ast.AST) -> TypeGuard[ast.Call]:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)

@@ -86,7 +86,7 @@ def serve(read_fd: int, write_fd: int) -> None:
         except (EOFError, OSError):  # the parent closed the pipe
             return
         try:
-            reply = ("ok", fn(*args, **kwargs))
+            reply: tuple = ("ok", fn(*args, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
             reply = ("err", type(exc).__name__, str(exc)[:2000], traceback.format_exc()[-8000:])
         try:

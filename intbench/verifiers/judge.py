@@ -31,6 +31,7 @@ from intbench.verifiers.text import (
     conflicting_answer,
     conflicting_answers_verdict,
     extract_final_answer,
+    no_answer_verdict,
     reference_answers,
     unusable_answer_verdict,
 )
@@ -172,7 +173,7 @@ class JudgeVerifier:
         is not asked.
         """
         response = response or ""
-        extracted = extract_final_answer(response)
+        extracted = extract_final_answer(response) or ""
         refused = unusable_answer_verdict(extracted)
         if refused is None and conflicting_answer(response, extracted, _teaser_form):
             refused = conflicting_answers_verdict(extracted, {"extracted": extracted})
@@ -245,11 +246,11 @@ def verify_with_fallback(problem: Problem, response: str) -> Verdict:
     references = reference_answers(problem)
     if not references:
         return Verdict.error("problem has no reference answer", reason="no_reference")
-    extracted = extract_final_answer(response or "")
+    extracted = extract_final_answer(response or "") or ""
     unusable = unusable_answer_verdict(extracted)
     answer = _teaser_form(extracted) if unusable is None else ""
     if not answer:
-        unusable = unusable or unusable_answer_verdict(None)
+        unusable = unusable or no_answer_verdict()
         unusable.details["method"] = "fallback_match"
         return unusable
     if conflicting_answer(response, extracted, _teaser_form):

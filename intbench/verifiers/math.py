@@ -129,6 +129,7 @@ import re
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from intbench.records import Problem, Verdict
 from intbench.verifiers.bounds import graded_part
@@ -629,7 +630,9 @@ def _bases_match(reference: NormalizedAnswer, answer: NormalizedAnswer) -> bool:
         expected = _base_value(reference.text, base)
         return expected is not None and _base_value(answer.text, base) == expected
     value = _plain_number(reference.text)
-    return value is not None and _base_value(answer.text, answer.base) == value
+    if value is None or answer.base is None:  # the caller sends answers with a base here
+        return False
+    return _base_value(answer.text, answer.base) == value
 
 
 def _plain_number(s: str) -> Fraction | None:
@@ -809,7 +812,9 @@ _DECIMAL_LITERAL_RE = re.compile(r"(?<![\d.])(\d*)\.(\d+)(?![\d.])")
 
 def _split_top_level(s: str, separator: str) -> list[str]:
     """Split on ``separator`` outside of any (), [], {} nesting."""
-    parts, depth, current, i = [], 0, [], 0
+    parts: list[str] = []
+    current: list[str] = []
+    depth, i = 0, 0
     while i < len(s):
         if s.startswith(separator, i) and depth == 0:
             parts.append("".join(current))
@@ -1019,7 +1024,7 @@ def _items_equal(reference: list[str], answer: list[str], ordered: bool) -> bool
 
 def _distinct_items(items: list[str]) -> list[str]:
     """Set items with repeats dropped; ``(3, 7)`` and ``(3,7)`` are one item."""
-    seen = {}
+    seen: dict[NormalizedAnswer, str] = {}
     for item in items:
         norm = normalize_answer(item)
         seen.setdefault(dataclasses.replace(norm, text=norm.text.replace(" ", "")), item)
@@ -1189,7 +1194,8 @@ def math_cache_key(problem: Problem, response: str) -> tuple:
     return method, tuple(answers)
 
 
-verify_math.cache_key = math_cache_key  # see intbench.verifiers.memo
+# A function attribute that intbench.verifiers.memo looks up (mypy does not model them).
+verify_math.cache_key = math_cache_key  # type: ignore[attr-defined]
 
 
 def _reference_text(answer: object) -> str:
@@ -1242,7 +1248,11 @@ def _verify(
         )
     distinct = _distinct(extracted)
     shown = distinct[-1] if len(distinct) == 1 else " ; ".join(distinct)
-    details = {"extracted": _clip(shown), "reference": reference, "extraction": method}
+    details: dict[str, Any] = {
+        "extracted": _clip(shown),
+        "reference": reference,
+        "extraction": method,
+    }
     if len(distinct) > 1:
         details["boxes"] = len(distinct)
 
@@ -1266,14 +1276,17 @@ def _grade_answers(reference, answers, timeout_s, pool, decide, details) -> Verd
     """The fast path on every answer, then one worker call for those it leaves undecided."""
     ref_norm = normalize_answer(reference)
     pending = []
+    correct: tuple[bool, str] | None = None  # the last answer the fast path found correct
     for answer in answers:
         decided = _fast_path(ref_norm, normalize_answer(answer))
         if decided is None:
             pending.append(answer)
         elif not decided[0]:
             return decide(*decided)
-    if not pending:
-        return decide(True, decided[1])
+        else:
+            correct = decided
+    if not pending and correct is not None:
+        return decide(*correct)
     return _grade_pending(reference, pending, timeout_s, pool or default_pool(), decide, details)
 
 

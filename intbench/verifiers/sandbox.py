@@ -78,7 +78,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType
-from typing import Literal
+from typing import IO, Any, Literal
 
 from intbench.verifiers._sandbox_runner import MAX_VALUE_BYTES, decode_value, encode_value
 
@@ -249,13 +249,14 @@ def run_program(
         return SandboxRun([CaseOutcome("not_run") for _ in cases], isolation="none", error=str(exc))
     if level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation must be one of {ISOLATION_LEVELS}, got {level!r}")
-    payloads: list = (
-        [{"input": str(c.get("input", ""))} for c in cases]
-        if kind == "stdio"
-        else _compile_function_tests(
+    payloads: list
+    if kind == "stdio":
+        payloads = [{"input": str(c.get("input", ""))} for c in cases]
+    else:
+        assert entry_point  # checked above, before any work
+        payloads = _compile_function_tests(
             setup or "", [str(c.get("code", "")) for c in cases], entry_point
         )
-    )
     config = {
         "kind": kind,
         "program": program,
@@ -507,7 +508,7 @@ _CGROUP_EXTRA_TASKS = 4
 # The runner's own address space exceeds a test process's by this much.
 _RUNNER_HEADROOM_MB = 256
 _cgroup_lock = threading.Lock()
-_cgroup_parents_cache: list[tuple[str, list[str]] | None] = []
+_cgroup_parents_cache: list[tuple[MemoryBound, list[str]] | None] = []
 
 
 @dataclass
@@ -534,7 +535,7 @@ def _own_cgroups(self_cgroup: str) -> dict[str, str]:
 
 def _cgroup_mounts(mounts: str) -> dict[str, str]:
     """Mount point per v1 controller, and ``""`` for the v2 hierarchy, from /proc/self/mounts."""
-    found = {}
+    found: dict[str, str] = {}
     for line in mounts.splitlines():
         fields = line.split()
         if len(fields) < 4:
@@ -780,7 +781,7 @@ class _Session:
         self.workdir: str | None = None
         self.cgroup: _RunCgroup | None = None
         self.memory_bound: MemoryBound = "none"
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.stderr = bytearray()
         self._buffer = bytearray()
 
@@ -823,9 +824,16 @@ class _Session:
         except BaseException:
             self.__exit__(None, None, None)
             raise
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for pipe in self._pipes():
             os.set_blocking(pipe.fileno(), False)
         return self
+
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes], IO[bytes]]:
+        """The runner's stdin, stdout and stderr (started with all three piped)."""
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.stdout is None or proc.stderr is None:
+            raise SandboxError("the sandbox runner is not running")
+        return proc.stdin, proc.stdout, proc.stderr
 
     def _bound_memory(self) -> None:
         """Bound the run's total memory: its own cgroup, else the rlimit product bound.
@@ -844,7 +852,7 @@ class _Session:
             # EOF tells a healthy runner to exit, which ends its PID namespace
             # and everything in it; the group kill covers the other cases.
             try:
-                self.proc.stdin.close()
+                self._pipes()[0].close()
                 _wait_for_exit(self.proc.pid, timeout_s=0.5)
             except OSError:
                 pass
@@ -853,9 +861,9 @@ class _Session:
             except (ProcessLookupError, PermissionError):
                 pass
             self.proc.wait()
-            self.proc.stdout.close()
-            self.proc.stderr.close()
-        if self.uid_lock is not None:
+            for pipe in self._pipes()[1:]:
+                pipe.close()
+        if self.uid is not None and self.uid_lock is not None:
             _release_uid(self.uid, self.uid_lock)
         if self.cgroup is not None:
             _remove_run_cgroup(self.cgroup)
@@ -940,7 +948,7 @@ class _Session:
 
     def _write(self, data: bytes, deadline: float) -> None:
         view = memoryview(data)
-        fd = self.proc.stdin.fileno()
+        fd = self._pipes()[0].fileno()
         try:  # a frame usually fits the pipe at once: no selector needed
             view = view[os.write(fd, view) :]
         except BlockingIOError:
@@ -963,7 +971,8 @@ class _Session:
         limits = self.limits
         # JSON escaping can make a string up to 6 times longer.
         limit = 6 * (limits.max_output_bytes + limits.max_stderr_bytes + MAX_VALUE_BYTES) + 4096
-        out_fd, err_fd = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        _, stdout, stderr = self._pipes()
+        out_fd, err_fd = stdout.fileno(), stderr.fileno()
         with selectors.DefaultSelector() as selector:
             selector.register(out_fd, selectors.EVENT_READ)
             selector.register(err_fd, selectors.EVENT_READ)
@@ -1139,7 +1148,7 @@ class _SandboxedFunction:
         return value
 
 
-def _parse_reply(text: str, deadline: float) -> tuple[str, object]:
+def _parse_reply(text: str, deadline: float) -> tuple[str, Any]:
     """``("return", plain value)`` or ``("raised", (name, message, traceback))``.
 
     The reply comes from the program's process, so anything but exactly these

@@ -318,16 +318,20 @@ def unusable_answer_verdict(extracted: str | None) -> Verdict | None:
     hostile inputs).
     """
     if extracted is None or not extracted.strip():
-        reason, feedback = "no_answer", "No final answer was found in the response."
-    elif len(extracted) > MAX_ANSWER_CHARS:
-        reason = "answer_too_long"
+        return no_answer_verdict()
+    if len(extracted) > MAX_ANSWER_CHARS:
         feedback = (
             f"The final answer is {len(extracted)} characters long; "
             f"give a short answer (at most {MAX_ANSWER_CHARS} characters)."
         )
-    else:
-        return None
-    return Verdict(status="incorrect", feedback=feedback, details={"reason": reason})
+        return Verdict(status="incorrect", feedback=feedback, details={"reason": "answer_too_long"})
+    return None
+
+
+def no_answer_verdict() -> Verdict:
+    """``incorrect``: the response has no final answer to grade."""
+    feedback = "No final answer was found in the response."
+    return Verdict(status="incorrect", feedback=feedback, details={"reason": "no_answer"})
 
 
 def conflicting_answers_verdict(extracted: str, details: dict) -> Verdict:
@@ -351,13 +355,13 @@ def verify_text(problem: Problem, response: str) -> Verdict:
     references = reference_answers(problem)
     if not references:
         return Verdict.error("problem has no reference answer", reason="no_reference")
-    extracted = extract_final_answer(response or "")
+    extracted = extract_final_answer(response or "") or ""
     unusable = unusable_answer_verdict(extracted)
     if unusable is not None:
         return unusable
     normalized = canonical_answer(extracted)
     if not normalized:
-        return unusable_answer_verdict(None)
+        return no_answer_verdict()
     details = {"extracted": extracted, "normalized": normalized}
     if conflicting_answer(response or "", extracted) is not None:
         return conflicting_answers_verdict(extracted, details)
@@ -386,6 +390,7 @@ __all__ = [
     "extract_final_answer",
     "final_answer_candidates",
     "find_last_boxed",
+    "no_answer_verdict",
     "normalize_answer",
     "normalize_free_text",
     "reference_answers",

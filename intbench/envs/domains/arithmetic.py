@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, provenance
+from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, procedural_n, provenance
 from intbench.envs.domains.math import math_row_problem
 from intbench.envs.domains.registry import DataSourceError
 from intbench.records import Problem
@@ -53,8 +53,9 @@ def _question(op: str, a: int, b: int) -> str:
     return f"What is ${a} {op} {b}$?"
 
 
-def generate_arithmetic(split: str, n: int, seed: int) -> list[Problem]:
+def generate_arithmetic(split: str, n: int | None, seed: int) -> list[Problem]:
     """``n`` distinct questions of ``split``, drawn with ``random.Random(seed)``."""
+    n = procedural_n(n)
     pool = _pool(split)
     if n > len(pool):
         raise DataSourceError(f"the {split} split has {len(pool)} arithmetic questions; asked {n}")

@@ -180,7 +180,7 @@ def _offline_choices(domain: Domain) -> str:
     )
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
@@ -449,9 +449,9 @@ def load_hub(domain: Domain, split: str | None) -> list[Problem]:
             reason = "HF_HUB_OFFLINE is set (after huggingface_hub was imported)"
             raise HubUnreachableError(hub_unavailable_message(domain, reason))
     else:
-        reason = check_hub_reachable()
-        if reason is not None:
-            raise HubUnreachableError(hub_unavailable_message(domain, reason))
+        unreachable = check_hub_reachable()
+        if unreachable is not None:
+            raise HubUnreachableError(hub_unavailable_message(domain, unreachable))
 
     problems: list[Problem] = []
     for name in splits:
@@ -554,13 +554,18 @@ def load_local(domain: Domain, path: str | os.PathLike) -> list[Problem]:
     return _rows_to_problems(domain, rows, "local", f"file {str(file)!r}")
 
 
+def procedural_n(n: int | None) -> int:
+    """How many problems a procedural offline loader generates when asked for ``n``."""
+    return DEFAULT_PROCEDURAL_N if n is None else n
+
+
 def load_offline(domain: Domain, split: str | None, n: int | None, seed: int) -> list[Problem]:
     """Offline problems: whole packaged sets, or ``n`` generated problems per split."""
     if domain.procedural:
         # A generator has no "all splits": default to its first (the test stream).
         name = split if split is not None else domain.offline_splits[0]
         _selected_splits(domain.offline_splits, name, f"offline source of {domain.name!r}")
-        return domain.offline_loader(name, n if n is not None else DEFAULT_PROCEDURAL_N, seed)
+        return domain.offline_loader(name, n, seed)
     split = split if split is not None else domain.default_split
     splits = _selected_splits(domain.offline_splits, split, f"offline source of {domain.name!r}")
     problems: list[Problem] = []

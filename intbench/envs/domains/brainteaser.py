@@ -36,6 +36,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from intbench.envs.domains.base import (
     BUILTIN_TEMPLATES,
@@ -312,16 +313,16 @@ def _columns(row: dict) -> tuple[str, str, str | None]:
     explanation = _text(row, "explanation") or (_text(row, "solution") if answer else None)
     if answer is None:
         answer = _text(row, "solution")  # an explanation alone: the short answer is cut from it
-    missing = [
-        name for name, value in (("question", statement), ("answer", answer)) if value is None
-    ]
-    if missing:
+    if statement is None or answer is None:
+        missing = [
+            name for name, value in (("question", statement), ("answer", answer)) if value is None
+        ]
         raise MissingColumns(missing)
     return statement, answer, explanation
 
 
 def _fields(row: dict, title: str | None) -> dict:
-    fields = {"aliases": [str(a) for a in as_list(row.get("aliases"))]}
+    fields: dict[str, Any] = {"aliases": [str(a) for a in as_list(row.get("aliases"))]}
     if title:
         fields["title"] = title.strip()
     hint = _text(row, "hint")

@@ -20,8 +20,9 @@ import ast
 import copy
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 BUG_TYPES = (
     "off_by_one",
@@ -78,7 +79,7 @@ class _Site:
     node_index: int
     bug_type: str
     action: str
-    arg: object = None
+    arg: Any = None  # per action: an int to add, (position, delta) or a name
 
 
 def _op_symbol(op: ast.AST) -> str:
@@ -131,6 +132,7 @@ def _int_constant_parents(function: ast.FunctionDef) -> set[int]:
             and not isinstance(node.value, bool)
         )
 
+    candidates: Sequence[ast.expr | None]
     for node in ast.walk(function):
         if (
             isinstance(node, ast.Call)
@@ -256,8 +258,12 @@ def _plan_sites(function: ast.FunctionDef, nodes: list[ast.AST]) -> list[_Site]:
     return sites
 
 
-def _apply(node: ast.AST, site: _Site) -> str:
-    """Mutate ``node`` in place (a deep copy) and describe the change."""
+def _apply(node: Any, site: _Site) -> str:
+    """Mutate ``node`` in place (a deep copy) and describe the change.
+
+    ``node`` is the one the site was planned on, of a type whose fields its action edits
+    (see ``_SITE_RULES``).
+    """
     if site.action == "add":
         old = node.value
         node.value = old + site.arg
@@ -316,15 +322,27 @@ class _Source:
     def replace(self, start: int, end: int, text: str) -> str:
         return (self.data[:start] + text.encode("utf-8") + self.data[end:]).decode("utf-8")
 
+    def span(self, node: ast.expr | ast.stmt) -> tuple[int, int]:
+        """The offsets where ``node`` starts and ends."""
+        end_line, end_col = _end(node)
+        return self.offset(node.lineno, node.col_offset), self.offset(end_line, end_col)
+
+
+def _end(node: ast.expr | ast.stmt) -> tuple[int, int]:
+    """The line and column where a parsed node ends (``ast.parse`` sets both)."""
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    return node.end_lineno, node.end_col_offset
+
 
 def _remove_statement(source: _Source, node: ast.stmt, parent_body: list) -> str | None:
     """Delete a statement that occupies whole lines; ``None`` if it cannot be cut cleanly."""
     if len(parent_body) < 2:
         return None  # an empty body would not even parse
+    node_start, node_end = source.span(node)
     start = source.offset(node.lineno, 0)
-    end = source.line_starts[node.end_lineno]
-    before = source.data[start : source.offset(node.lineno, node.col_offset)]
-    after = source.data[source.offset(node.end_lineno, node.end_col_offset) : end]
+    end = source.line_starts[_end(node)[0]]
+    before = source.data[start:node_start]
+    after = source.data[node_end:end]
     if before.strip() or (after.strip() and not after.strip().startswith(b"#")):
         return None
     return source.replace(start, end, "")
@@ -344,7 +362,8 @@ def _parent_bodies(tree: ast.AST) -> dict[int, list]:
 def _render(source_text: str, tree: ast.Module, site: _Site) -> tuple[str, str, int] | None:
     """Apply ``site`` to a copy of ``tree`` and splice it into the text; ``None`` if unsafe."""
     mutated = copy.deepcopy(tree)
-    node = list(ast.walk(mutated))[site.node_index]
+    # A statement or expression of the kind the site's action edits (see _SITE_RULES).
+    node: Any = list(ast.walk(mutated))[site.node_index]
     source = _Source(source_text)
     if site.action == "remove":
         text = _remove_statement(source, node, _parent_bodies(mutated)[id(node)])
@@ -354,8 +373,7 @@ def _render(source_text: str, tree: ast.Module, site: _Site) -> tuple[str, str, 
         description = f"statement removed: {ast.unparse(node).splitlines()[0]}"
     else:
         description = _apply(node, site)
-        start = source.offset(node.lineno, node.col_offset)
-        end = source.offset(node.end_lineno, node.end_col_offset)
+        start, end = source.span(node)
         replacement = ast.unparse(node)
         if isinstance(node, ast.stmt):
             # Only the header may change; keep the original body text by re-splicing below.
@@ -378,19 +396,14 @@ def _render_statement(
     source: _Source, node: ast.stmt, site: _Site, description: str, mutated: ast.Module
 ) -> tuple[str, str, int] | None:
     """Statements (``if``, ``return``, ``x += 1``) are edited through their changed child only."""
-    if isinstance(node, ast.If):
-        child = node.test
-        start = source.offset(child.operand.lineno, child.operand.col_offset)
-        end = source.offset(child.operand.end_lineno, child.operand.end_col_offset)
-        attempt = source.replace(start, end, f"not ({ast.unparse(child.operand)})")
-    elif isinstance(node, ast.Return):
-        child = node.value
-        start = source.offset(child.lineno, child.col_offset)
-        end = source.offset(child.end_lineno, child.end_col_offset)
-        attempt = source.replace(start, end, child.id)
+    if isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp):  # negate_test
+        start, end = source.span(node.test.operand)
+        attempt = source.replace(start, end, f"not ({ast.unparse(node.test.operand)})")
+    elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):  # rename_return
+        start, end = source.span(node.value)
+        attempt = source.replace(start, end, node.value.id)
     elif isinstance(node, ast.AugAssign) and node.lineno == node.end_lineno:
-        start = source.offset(node.lineno, node.col_offset)
-        end = source.offset(node.end_lineno, node.end_col_offset)
+        start, end = source.span(node)
         attempt = source.replace(start, end, ast.unparse(node))
     else:
         return None

@@ -164,7 +164,7 @@ class LoaderOptions:
 DEFAULT_OPTIONS = LoaderOptions()
 
 
-def _check_rating(rating: object, options: LoaderOptions) -> None:
+def _check_rating(rating: float | None, options: LoaderOptions) -> None:
     """Raise :class:`SkipRow` when a rating filter is set and ``rating`` is missing or outside it."""
     if not options.rating_filter:
         return
@@ -180,7 +180,7 @@ def _capped(cases: list[dict], options: LoaderOptions) -> list[dict]:
     return cases if options.max_tests is None else cases[: options.max_tests]
 
 
-def case_timeout_s(time_limit: object = None) -> float:
+def case_timeout_s(time_limit: float | str | None = None) -> float:
     """The sandbox's per-test timeout for a problem whose dataset time limit is
     ``time_limit`` seconds (``None``/0: none), as in the feedback paper, App. A.4."""
     low, high = CASE_TIMEOUT_RANGE_S
@@ -190,8 +190,8 @@ def case_timeout_s(time_limit: object = None) -> float:
 
 def _stdio_tests(
     cases: list[dict],
-    time_limit: object = None,
-    memory_limit: object = None,
+    time_limit: float | str | None = None,
+    memory_limit: float | str | None = None,
     examples: list[int] | None = None,
 ) -> dict:
     tests: dict = {"kind": "stdio", "cases": cases, "time_limit_s": case_timeout_s(time_limit)}
@@ -399,7 +399,8 @@ def split_check(test_source: str, entry_point: str, prompt: str = "") -> dict:
         raise ValueError("test source must define exactly one check(candidate)")
     test_setup = [_segment(test_source, n) for n in module.body if n is not checks[0]]
     setup = "\n".join([*_prompt_helpers(prompt, entry_point), *test_setup])
-    cases, prefix = [], []
+    cases: list[dict] = []
+    prefix: list[str] = []
     for stmt in checks[0].body:
         code = _segment(test_source, stmt)
         if _tests_candidate(stmt):

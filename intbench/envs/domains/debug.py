@@ -191,7 +191,8 @@ def verified_bugs(rebuild: bool = False) -> list[dict]:
 def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
     """All verified HumanEval debug problems (split ``test``)."""
     records = humaneval_problems()
-    problems, counts = [], {}
+    problems: list[Problem] = []
+    counts: dict[str, int] = {}
     for bug in verified_bugs():
         number = counts[bug["task_id"]] = counts.get(bug["task_id"], 0) + 1
         problems.append(make_debug_problem(records[bug["task_id"]], bug, number - 1))

@@ -444,9 +444,10 @@ def _call_arguments(text: str) -> tuple[list, dict]:
     for source in (text, re.sub(r"\s*\n\s*", ", ", text.strip())):
         try:
             call = ast.parse(f"f({source})", mode="eval").body
-            break
         except SyntaxError:
             continue
+        if isinstance(call, ast.Call):  # not so when the text closes the call: "1), (2"
+            break
     else:
         raise SyntaxError(f"not call arguments: {text!r}")
     args = [_literal(node) for node in call.args]

@@ -17,6 +17,7 @@ from intbench.envs.domains.base import (
     HubRef,
     SkipRow,
     hub_provenance,
+    procedural_n,
     require,
 )
 from intbench.envs.domains.registry import ProceduralVariants
@@ -56,7 +57,7 @@ def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
     """Procedural invented-language translation puzzles."""
     from intbench.envs.domains.generators import generate_linguini
 
-    return generate_linguini(n, seed=seed, split=split)
+    return generate_linguini(procedural_n(n), seed=seed, split=split)
 
 
 def answer_line(problem: Problem) -> str:

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from intbench.envs.domains.base import BUILTIN_TEMPLATES, Domain, HubRef, hub_provenance, require
+from intbench.envs.domains.base import (
+    BUILTIN_TEMPLATES,
+    Domain,
+    HubRef,
+    hub_provenance,
+    procedural_n,
+    require,
+)
 from intbench.envs.domains.registry import EloConfig, ProceduralVariants
 from intbench.records import Problem
 
@@ -51,7 +58,7 @@ def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
     """Procedural MATH-style problems from :mod:`intbench.envs.domains.generators`."""
     from intbench.envs.domains.generators import generate_math
 
-    return generate_math(n, seed=seed, split=split)
+    return generate_math(procedural_n(n), seed=seed, split=split)
 
 
 def boxed_answer(problem: Problem) -> str:

@@ -34,6 +34,7 @@ from intbench.envs.domains.base import (
     HubSubset,
     as_list,
     hub_provenance,
+    procedural_n,
     require,
 )
 from intbench.envs.domains.math import boxed_math_domain, math_row_problem
@@ -134,7 +135,7 @@ def load_offline(split: str, n: int | None, seed: int) -> list[Problem]:
     """Procedural olympiad-style problems from the generators package."""
     from intbench.envs.domains.generators import generate_omni_math
 
-    return generate_omni_math(n, seed=seed, split=split)
+    return generate_omni_math(procedural_n(n), seed=seed, split=split)
 
 
 OMNI_MATH_FORMAT = "End with exactly one final line in this format:\n\\boxed{your answer}"

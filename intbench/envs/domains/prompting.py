@@ -171,6 +171,8 @@ def _variables_read(domain: str, filename: str) -> tuple[str, ...] | None:
     """The variables that ``<domain>/<filename>`` and the files it includes read, or
     ``None`` when an include's name is computed (then nothing is known)."""
     env = get_environment()
+    loader = env.loader
+    assert loader is not None  # get_environment() always sets one
     names: set[str] = set()
     todo, seen = [f"{domain}/{filename}"], set()
     while todo:
@@ -179,7 +181,7 @@ def _variables_read(domain: str, filename: str) -> tuple[str, ...] | None:
             continue
         seen.add(name)
         try:
-            ast = env.parse(env.loader.get_source(env, name)[0])
+            ast = env.parse(loader.get_source(env, name)[0])
         except (jinja2.TemplateNotFound, jinja2.TemplateSyntaxError):
             return None  # rendering reports it
         names |= jinja2.meta.find_undeclared_variables(ast)

@@ -517,7 +517,8 @@ def _draw(
 def generate_linguini(n: int, seed: int = 0, split: str = "test") -> list[Problem]:
     """``n`` translation puzzles over invented languages, levels 1-5, both directions."""
     check_request(n, seed, split)
-    problems, taken = [], set()
+    problems: list[Problem] = []
+    taken: set[str] = set()
     for index in range(n):
         params = _draw(("linguini", split, seed, index), split, taken, None, None)
         problem = _make_problem(f"linguini/procedural/{split}/{seed}/{index}", params, split, seed)

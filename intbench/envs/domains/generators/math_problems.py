@@ -101,7 +101,7 @@ def _complex_latex(real: sympy.Expr, imag: sympy.Expr) -> str:
 def _poly_latex(coeffs: list[int], var: str = "x") -> str:
     """LaTeX of an integer polynomial from its coefficients, highest degree first."""
     degree = len(coeffs) - 1
-    terms = []
+    terms: list[str] = []
     for i, c in enumerate(coeffs):
         if c == 0:
             continue
@@ -1362,7 +1362,10 @@ def _build_expected_extreme(p: dict) -> Built:
     e_max = sum(1 - Fraction(k - 1, n) ** d for k in range(1, n + 1))
     e_min = sum(Fraction(n - k + 1, n) ** d for k in range(1, n + 1))
     answer = {"max": e_max, "min": e_min, "range": e_max - e_min}[ask]
-    statistic = {"max": max, "min": min, "range": lambda r: max(r) - min(r)}[ask]
+
+    def statistic(roll: tuple[int, ...]) -> int:
+        return {"max": max(roll), "min": min(roll), "range": max(roll) - min(roll)}[ask]
+
     rolls = list(itertools.product(range(1, n + 1), repeat=d))
     check = sympy.Rational(sum(statistic(r) for r in rolls), len(rolls))
     word = {2: "two", 3: "three"}[d]
@@ -1535,7 +1538,7 @@ def _make_problem(
     built: Built | None = None,
 ) -> Problem:
     built, latex = _realise(skill, params, built)
-    metadata = {
+    metadata: dict[str, Any] = {
         "source": SOURCE,
         "generator": skill.generator,
         "skill": skill.name,
