@@ -29,18 +29,19 @@ def option(
     flag: bool = True,
     column: str | None = None,
     default_factory: Any = dataclasses.MISSING,
+    bare: Any = dataclasses.MISSING,
 ) -> Any:
     """A dataclass field with its help text.
 
     ``flag``: the CLI sets it with ``--<name>`` (False for options another flag or
     the API sets); ``column``: the export's column type (``"string"``, ``"int64"``,
-    ``"bool"``) when the field is one of the dataset's columns.
+    ``"bool"``) when the field is one of the dataset's columns; ``bare``: the value
+    of the flag given without one (``--ray`` alone means ``"local"``).
     """
-    return dataclasses.field(
-        default=default,
-        default_factory=default_factory,
-        metadata={"help": help, "flag": flag, "column": column},
-    )
+    metadata = {"help": help, "flag": flag, "column": column}
+    if bare is not dataclasses.MISSING:
+        metadata["bare"] = bare
+    return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
 
 
 def option_help(field: dataclasses.Field) -> str:
@@ -146,7 +147,8 @@ def flag_fields(classes: Mapping[str, type]) -> dict[str, list[tuple[str, datacl
 def add_flags(parser: argparse._ActionsContainer, classes: Mapping[str, type]) -> None:
     """One flag per flagged field of ``classes`` (label -> dataclass), its help and default
     taken from each class: ``-n`` for a one-letter name, else ``--kebab-name``; a bool
-    that defaults to False is a switch, a list takes one or more values.  A flag not given
+    that defaults to False is a switch, a list takes one or more values (the flag may be
+    repeated).  A flag not given
     leaves no attribute on the parsed namespace, so the dataclass default applies (read
     them with :func:`flag_values`)."""
     for name, owners in flag_fields(classes).items():
@@ -157,7 +159,9 @@ def add_flags(parser: argparse._ActionsContainer, classes: Mapping[str, type]) -
         if kind == "bool" and field.default is False:
             settings = {"action": "store_true"}
         elif kind.startswith("list["):
-            settings = {"nargs": "+"}
+            settings = {"nargs": "+", "action": "extend"}  # repeatable, or several at once
+        elif "bare" in field.metadata:
+            settings |= {"nargs": "?", "const": field.metadata["bare"]}
         parser.add_argument(
             flag,
             dest=name,

@@ -149,7 +149,7 @@ def test_the_quick_start_eval_command_is_valid_as_written(monkeypatch, tmp_path)
     assert "--max-tokens" not in argv
     args = cli.build_parser().parse_args(argv)
     config = eval_command._config(args, args.teacher, args.student, eval_command.env_options(args))
-    check_run(config, args.concurrency)
+    check_run(config, eval_command.execution_options(args).concurrency)
     assert config.env_options == {"increment": 10}
 
 

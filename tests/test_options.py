@@ -9,13 +9,15 @@ import gymnasium as gym
 import pytest
 
 from intbench.cli import build_parser, main
+from intbench.commands.eval import ExecutionOptions, execution_options
 from intbench.commands.env_flags import env_options_from
 from intbench.envs.common import EnvOptions
 from intbench.envs.option_classes import env_options_class, protocol_options
 from intbench.options import UnknownOptionError, flag_fields
+from intbench.runner import RunConfig
 from intbench.training.config import TrainConfig, load_config
 
-OPTION_CLASSES = [EnvOptions, *protocol_options().values(), TrainConfig]
+OPTION_CLASSES = [EnvOptions, *protocol_options().values(), TrainConfig, ExecutionOptions]
 
 
 @pytest.mark.parametrize("cls", OPTION_CLASSES, ids=lambda cls: cls.__name__)
@@ -39,6 +41,30 @@ def test_help_lists_every_flagged_env_option_with_its_default(command, monkeypat
         assert f"--{name.replace('_', '-')}" in text
         _, field = owners[0]
         assert " ".join(field.metadata["help"].split()) in text
+
+
+def test_run_and_execution_flags_come_from_their_dataclasses(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "10000")
+    text = " ".join(_help("eval").split())
+    classes = {"run": RunConfig, "execution": ExecutionOptions}
+    for name, [(_, field)] in flag_fields(classes).items():
+        flag = f"-{name}" if len(name) == 1 else f"--{name.replace('_', '-')}"
+        assert flag in text and " ".join(field.metadata["help"].split()) in text
+
+
+def test_execution_flags_parse_with_their_defaults_and_bare_values():
+    base = ["eval", "--env", "IntBench-Math-v0", "--teacher", "never", "--out", "x"]
+    assert execution_options(build_parser().parse_args(base)) == ExecutionOptions()
+    given = execution_options(
+        build_parser().parse_args(
+            [*base, "--ray", "--price", "teacher=1/2", "--price", "student=3/4", "--no-progress"]
+        )
+    )
+    assert given.ray == "local" and given.no_progress and given.concurrency == 8
+    assert given.price == ["teacher=1/2", "student=3/4"]  # repeatable
+    args = build_parser().parse_args([*base, "--ray", "10.0.0.1:6379", "--episode-timeout", "5"])
+    assert execution_options(args).ray == "10.0.0.1:6379"
+    assert execution_options(args).episode_timeout == 5.0
 
 
 def test_train_help_lists_the_flagged_training_options():

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from intbench.commands.checks import UsageError, check_run, replayed_teacher
 from intbench.commands.env_flags import add_env_flags, env_options_from
 from intbench.extras import MissingExtra, require
-from intbench.options import add_flags, flag_values, option_help
+from intbench.options import add_flags, flag_values, option, option_help
 from intbench.protocols import PROTOCOLS, protocol_of_env_id
 from intbench.run_summary import PriceError, parse_prices
 from intbench.runner import (
@@ -29,9 +29,63 @@ from intbench.tracking import TRACKERS, EpisodeTracking, TrackerError, check_tra
 if TYPE_CHECKING:
     from intbench.metrics import Summary
 
-# The run's flags (-n, --seed, --source, ...) come from RunConfig's flagged fields.
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionOptions:
+    """How ``eval`` and ``matrix`` play and report a run; none of it changes the
+    episodes, so none of it is part of the run's config (``RunConfig``)."""
+
+    concurrency: int = option(8, help="episodes in flight")
+    workers: int = option(
+        1,
+        help="processes playing episodes, each with --concurrency in flight; this one "
+        "writes the run directory (with --ray, one per CPU of the cluster)",
+    )
+    ray: str | None = option(
+        None,
+        bare="local",
+        help="play the --workers shards as Ray tasks: on a local Ray instance (--ray "
+        "alone), or on the cluster at RAY (pip install 'intbench[ray]'; IntBench on every "
+        "node)",
+    )
+    episode_timeout: float = option(
+        EPISODE_TIMEOUT_S,
+        help="wall-clock limit per episode in seconds; a longer one is recorded as failed "
+        "and re-run on resume",
+    )
+    max_failure_rate: float | None = option(
+        None,
+        help="exit with code 1 when more than this share of the episodes failed (model or "
+        "grader errors), e.g. 0.1; none: only when every episode failed",
+    )
+    max_tokens: int | None = option(None, help="student generation budget per call")
+    no_progress: bool = option(False, help="no progress bar")
+    price: list[str] = option(
+        default_factory=list,
+        help="US$ per million prompt/completion tokens of a role (student, teacher, "
+        "judge) as ROLE=IN/OUT, for the cost estimate in DIR/summary.json, e.g. "
+        "--price teacher=2.5/10",
+    )
+    report_to: str = option("none", help=f"experiment tracker: {', '.join(TRACKERS)} (TRL's names)")
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise UsageError(f"--workers must be at least 1, got {self.workers}")
+        rate = self.max_failure_rate
+        if rate is not None and not 0.0 <= rate <= 1.0:
+            raise UsageError(f"--max-failure-rate must be between 0 and 1, got {rate}")
+
+
+# The run's flags (-n, --seed, --source, ...) come from RunConfig's flagged fields,
+# how it is played (--concurrency, --workers, ...) from ExecutionOptions'.
 RUN_FLAGS = {"run": RunConfig}
 RUN_FIELDS = {f.name: f for f in dataclasses.fields(RunConfig)}
+EXECUTION_FLAGS = {"execution": ExecutionOptions}
+
+
+def execution_options(args) -> ExecutionOptions:
+    """The execution flags given, checked (exit 2 on a bad value)."""
+    return ExecutionOptions(**flag_values(args, EXECUTION_FLAGS))
 
 
 def add_parser(subparsers) -> None:
@@ -90,64 +144,14 @@ def add_parser(subparsers) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", required=True, help=option_help(RUN_FIELDS["env_id"]))
     add_flags(parser, RUN_FLAGS)
-    parser.add_argument(
-        "--max-tokens", type=int, default=None, help="student generation budget per call"
-    )
-    parser.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="processes playing episodes, each with --concurrency in flight; this one writes "
-        "the run directory (default 1; with --ray, one per CPU of the cluster)",
-    )
-    parser.add_argument(
-        "--ray",
-        nargs="?",
-        const="local",
-        default=None,
-        metavar="ADDRESS",
-        help="play the --workers shards as Ray tasks: on a local Ray instance, or on the "
-        "cluster at ADDRESS (pip install 'intbench[ray]'; IntBench on every node)",
-    )
-    parser.add_argument(
-        "--episode-timeout",
-        type=float,
-        default=EPISODE_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"wall-clock limit per episode; a longer one is recorded as failed and re-run "
-        f"on resume (default {EPISODE_TIMEOUT_S:g})",
-    )
-    parser.add_argument(
-        "--max-failure-rate",
-        type=float,
-        default=None,
-        metavar="RATE",
-        help="exit with code 1 when more than this share of the episodes failed (model or "
-        "grader errors), e.g. 0.1; default: only when every episode failed",
-    )
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument(
-        "--price",
-        action="append",
-        default=[],
-        metavar="ROLE=IN/OUT",
-        help="US$ per million prompt/completion tokens of a role (student, teacher, judge), "
-        "for the cost estimate in DIR/summary.json, e.g. --price teacher=2.5/10",
-    )
-    parser.add_argument(
-        "--report-to",
-        default="none",
-        metavar="TRACKER",
-        help=f"experiment tracker: {', '.join(TRACKERS)} (default none; TRL's names)",
-    )
+    add_flags(parser, EXECUTION_FLAGS)
     add_env_flags(parser)
 
 
 def env_options(args) -> dict:
     """The env options of ``eval`` and ``matrix``: flags, ``--env-option`` and ``--max-tokens``."""
     try:
-        return env_options_from(args, args.max_tokens)
+        return env_options_from(args, execution_options(args).max_tokens)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -165,40 +169,36 @@ def _config(
     )
 
 
-def _tracking_options(args) -> dict:
-    """``--price``, ``--report-to``, ``--workers`` and ``--max-failure-rate``, checked
-    before any work (exit 2)."""
-    check_failure_rate(args.max_failure_rate)
-    if args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+def _tracking_options(execution: ExecutionOptions) -> dict:
+    """``--price``, ``--report-to`` and ``--ray``, checked before any work (exit 2)."""
     try:
-        if args.ray is not None:
+        if execution.ray is not None:
             require("ray", "ray", "--ray")
-        check_tracker(args.report_to)
-        return {"prices": parse_prices(args.price)}
+        check_tracker(execution.report_to)
+        return {"prices": parse_prices(execution.price)}
     except (MissingExtra, PriceError, TrackerError) as exc:
         raise UsageError(str(exc)) from None
 
 
 def _run(
-    config: RunConfig, out: Path, args, progress: bool = True
+    config: RunConfig, out: Path, execution: ExecutionOptions, progress: bool = True
 ) -> tuple[list[dict], Summary] | None:
     """The run's episode records and their summary (``None`` when it could not start)."""
-    check_run(config, args.concurrency)
-    options = _tracking_options(args)
+    check_run(config, execution.concurrency)
+    options = _tracking_options(execution)
     tracker = None
     try:
-        tracker = make_tracker(args.report_to, out)
+        tracker = make_tracker(execution.report_to, out)
         tracker.log_config(config.to_dict())
         result = run_eval(
             config,
             out,
-            concurrency=args.concurrency,
-            progress=progress and not args.no_progress,
-            episode_timeout_s=args.episode_timeout,
+            concurrency=execution.concurrency,
+            progress=progress and not execution.no_progress,
+            episode_timeout_s=execution.episode_timeout,
             on_episode=EpisodeTracking(tracker),
-            workers=args.workers,
-            ray_address=args.ray,
+            workers=execution.workers,
+            ray_address=execution.ray,
             **options,
         )
         from intbench.metrics import summarize  # imported while the first requests wait
@@ -225,19 +225,15 @@ def _eval(args) -> int:
         teacher = teacher or replayed_teacher(replay)
     if not teacher:
         raise UsageError("--teacher is required (or --replay-interventions RUN_DIR)")
-    _tracking_options(args)
+    execution = execution_options(args)
+    _tracking_options(execution)
     config = _config(args, teacher, args.student, env_options(args), replay)
-    run = _run(config, args.out, args)
+    run = _run(config, args.out, execution)
     if run is None:
         return 2
     episodes, summary = run
     print(summary.to_text())
-    return failure_status(episodes, args.max_failure_rate)
-
-
-def check_failure_rate(rate: float | None) -> None:
-    if rate is not None and not 0.0 <= rate <= 1.0:
-        raise UsageError(f"--max-failure-rate must be between 0 and 1, got {rate}")
+    return failure_status(episodes, execution.max_failure_rate)
 
 
 def failure_status(episodes: list[dict], max_rate: float | None) -> int:
@@ -280,7 +276,8 @@ def _runs_matrices(env: str) -> bool:
 def _matrix(args) -> int:
     if not _runs_matrices(args.env):
         return 2
-    _tracking_options(args)
+    execution = execution_options(args)
+    _tracking_options(execution)
     if args.pairs < 1:
         raise UsageError(f"--pairs must be at least 1, got {args.pairs}")
     students = [s for s in args.students.split(",") if s]
@@ -299,24 +296,24 @@ def _matrix(args) -> int:
                 args.out / f"{_slug(student)}__{_slug(teacher)}",
             )
     for config, _ in jobs.values():  # every pair's input, before any pair loads a model
-        check_run(config, args.concurrency)
-    if args.ray is not None:
-        connect_ray(args.ray)  # here, in the main thread, before the pairs' threads
-    runs = _run_pairs(jobs, args)
+        check_run(config, execution.concurrency)
+    if execution.ray is not None:
+        connect_ray(execution.ray)  # here, in the main thread, before the pairs' threads
+    runs = _run_pairs(jobs, execution, args.pairs)
     if any(v is None for v in runs.values()):
         return 2
     episodes = [e for run_episodes, _ in runs.values() for e in run_episodes]
     from intbench.metrics import summarize
 
     print(summarize(episodes).to_text())
-    return failure_status(episodes, args.max_failure_rate)
+    return failure_status(episodes, execution.max_failure_rate)
 
 
-def _run_pairs(jobs: dict, args) -> dict:
-    """Each job's run, ``--pairs`` at a time.  The threads are daemons: Ctrl-C ends the
+def _run_pairs(jobs: dict, execution: ExecutionOptions, pairs: int) -> dict:
+    """Each job's run, ``pairs`` at a time.  The threads are daemons: Ctrl-C ends the
     process at once, and every run resumes from what it has written."""
     # wandb and trackio keep one current run per process, so their runs go one by one.
-    pairs = 1 if args.report_to in ("wandb", "trackio") else args.pairs
+    pairs = 1 if execution.report_to in ("wandb", "trackio") else pairs
     pending = list(jobs.items())
     runs: dict = {}
     errors: list[BaseException] = []
@@ -329,7 +326,7 @@ def _run_pairs(jobs: dict, args) -> dict:
                     return
                 key, (config, out) = pending.pop(0)
             try:
-                runs[key] = _run(config, out, args, progress=pairs == 1)
+                runs[key] = _run(config, out, execution, progress=pairs == 1)
             except BaseException as exc:  # re-raised in the main thread, as in a single run
                 errors.append(exc)
 
