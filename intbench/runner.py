@@ -12,7 +12,7 @@ refused.
 Episodes are identified by ``run_key`` = ``"<problem index>:<repeat>"`` and
 seeded from (run seed, key), so which episodes a run holds does not depend on
 where it was interrupted.  Up to ``concurrency`` episodes are in flight, each at
-its own pace (:mod:`intbench.scheduling`): a server gets every ready request
+its own pace (:mod:`intbench.envs.engine`): a server gets every ready request
 at once, a local model gets what is ready as one padded batch, and gradings
 run in a thread pool, so a slow episode delays only itself.
 """
@@ -36,6 +36,7 @@ import gymnasium as gym
 
 from intbench.agents.backends import shared_backend
 from intbench.cache import stable_hash
+from intbench.envs.engine import Engine, episode_program
 from intbench.envs.registration import protocol_of
 from intbench.extras import require
 from intbench.options import option
@@ -43,7 +44,6 @@ from intbench.protocols import PROTOCOLS, has
 from intbench.records import Episode, Problem
 from intbench.run_summary import RunSummary
 from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError, canonical_run_key
-from intbench.scheduling import Scheduler, episode_program
 
 if TYPE_CHECKING:  # teachers load the model-side modules; a run imports them when it starts
     from intbench.agents.base import ChatBackend
@@ -330,7 +330,7 @@ def _play(
     later, done while they wait rather than before them."""
     todo = list(todo)
     envs = [first] + [None] * (max(1, concurrency) - 1)
-    scheduler = Scheduler(
+    scheduler = Engine(
         first.executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar, warm)
     )
     key_in_slot: dict[int, str] = {}

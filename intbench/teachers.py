@@ -7,7 +7,7 @@ the paper's formats; a reply that does not parse becomes a malformed action
 that the env records (and treats as no intervention).
 
 Every kind implements :class:`Teacher`, the interface the engine
-(:mod:`intbench.scheduling`, :mod:`intbench.runner`) calls; :class:`BaseTeacher`
+(:mod:`intbench.envs.engine`, :mod:`intbench.runner`) calls; :class:`BaseTeacher`
 gives the parts a kind may leave out.
 """
 

@@ -43,14 +43,14 @@ def test_a_feedback_run_gives_its_model_teacher_the_envs_sampling(tmp_path, monk
     seen = []
     import intbench.runner as runner
 
-    real = runner.Scheduler
+    real = runner.Engine
 
     class Spy(real):
         def __init__(self, executor, teacher, slots, **options):
             seen.append(teacher.sampling)
             super().__init__(executor, teacher, slots, **options)
 
-    monkeypatch.setattr(runner, "Scheduler", Spy)
+    monkeypatch.setattr(runner, "Engine", Spy)
     config = RunConfig(
         env_id="IntBench-ARC-Feedback-v0",
         teacher="scripted:text=Look at the colours.",

@@ -18,8 +18,8 @@ import intbench  # noqa: F401  (registers the ids)
 import intbench.training
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.cli import main
-from intbench.envs import flows
 from intbench.envs.common import without_wall_clock
+from intbench.envs.engine import run_flow
 from intbench.envs.rewards import COMPONENTS, PRESETS, presets_for, telling_margin
 from intbench.generalization.variant_set import write_variant_set
 from intbench.records import Problem
@@ -277,9 +277,7 @@ class OneAtATime:
         self.executor = executor
 
     def serve(self, requests):
-        return flows.serve_gathered(
-            requests, lambda flat: [self.executor.serve([r])[0] for r in flat]
-        )
+        return [self.executor.serve([r])[0] for r in requests]
 
 
 def _episode(protocol: str, preset: str, tmp_path, one_at_a_time: bool):
@@ -295,11 +293,11 @@ def _episode(protocol: str, preset: str, tmp_path, one_at_a_time: bool):
         variants=str(path), cache_dir=str(tmp_path / f"cache-{preset}-{one_at_a_time}"),
     ).unwrapped  # fmt: skip
     server = OneAtATime(env.executor) if one_at_a_time else env.executor
-    flows.run_flow(env.reset_flow(seed=0, options={"problem_index": 1}), server)
+    run_flow(env.reset_flow(seed=0, options={"problem_index": 1}), server)
     done = False
     while not done:
         step = env.step_flow({"intervene": 1, "message": METHOD})
-        _, _, done, _, _ = flows.run_flow(step, server)
+        _, _, done, _, _ = run_flow(step, server)
     return without_wall_clock(env.last_episode.to_dict()), batches
 
 

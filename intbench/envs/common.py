@@ -17,8 +17,8 @@ from gymnasium import spaces
 from intbench.agents.backends.loading import backend_name, shared_backend
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.cache import JsonCache
-from intbench.envs import flows
-from intbench.envs.flows import Generate, Verify
+from intbench.envs.engine import run_flow
+from intbench.envs.flows import Generate, RequestExecutor, Verify
 from intbench.envs.spaces import UnicodeText
 from intbench.envs.student_calls import cached_student_call
 from intbench.options import check_keys, field_names, option
@@ -486,7 +486,7 @@ class FlowEnv(gym.Env):
         backends = {"student": shared_backend(options.student), **self._role_backends()}
         # Public: batched drivers serve many envs' flows with one env's executor,
         # since envs built from the same specs share their backends.
-        self.executor = flows.RequestExecutor(backends)
+        self.executor = RequestExecutor(backends)
         self.last_episode: Episode | None = None
         self._episode: Episode | None = None
         self._problem: Problem | None = None
@@ -508,10 +508,10 @@ class FlowEnv(gym.Env):
         return self._pool.problems
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        return flows.run_flow(self.reset_flow(seed=seed, options=options), self.executor)
+        return run_flow(self.reset_flow(seed=seed, options=options), self.executor)
 
     def step(self, action):
-        return flows.run_flow(self.step_flow(action), self.executor)
+        return run_flow(self.step_flow(action), self.executor)
 
     def reset_flow(self, *, seed: int | None = None, options: dict | None = None):
         raise NotImplementedError

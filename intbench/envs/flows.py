@@ -3,10 +3,11 @@
 An environment writes each model-dependent phase (drawing the baseline,
 continuing after an intervention, a feedback retry) as a generator that
 *yields* requests — :class:`Generate` for a model call, :class:`Verify` for a
-verifier call — and receives their results.  A single env runs its flow
-request by request; a batched driver advances many flows together and serves
-their pending requests in one batched ``generate`` call per model and one
-thread pool for the verifiers.  The episode logic is written once.
+verifier call — and receives their results.  The engine
+(:mod:`intbench.envs.engine`) runs flows, one or many together, and a
+:class:`RequestExecutor` serves their requests: one batched ``generate`` call
+per model and sampling (:func:`batch_key`), a thread pool for the verifiers.
+The episode logic is written once.
 
 Requests that do not depend on each other (the student's continuation and
 its transfer attempt) are run side by side with :func:`gather`: they reach
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.records import Problem, Verdict
@@ -64,6 +66,20 @@ Request = Generate | Verify | Gather
 Flow = Generator[Request, Any, Any]
 
 
+def batch_key(request: Generate) -> tuple:
+    """Generations that may go to a model as one batch: one role, one sampling but the seed
+    (a batch shares one seed, its first request's, so batched runs stay reproducible)."""
+    sampling = request.sampling
+    sampling_type: type = type(sampling)  # annotated: mypy takes this class for unhashable
+    values = (getattr(sampling, name) for name in _batched_fields(sampling_type))
+    return (request.role, *(tuple(v) if isinstance(v, list) else v for v in values))
+
+
+@functools.cache
+def _batched_fields(sampling_type: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(sampling_type) if f.name != "seed")
+
+
 def gather(*subflows: Flow) -> Flow:
     """Flow: run ``subflows`` side by side -> the list of their return values.
 
@@ -88,17 +104,15 @@ def gather(*subflows: Flow) -> Flow:
     return values
 
 
-def serve_gathered(requests: list[Request], serve: Callable[[list], list]) -> list[Any]:
-    """Answer ``requests`` with ``serve``, which takes only plain requests: each
-    :class:`Gather`'s parts are served with the rest and answered as a list."""
-    flat: list[Request] = []
-    spans = []  # per request: (where its parts start in ``flat``, how many, a Gather?)
-    for request in requests:
-        parts = request.requests if isinstance(request, Gather) else [request]
-        spans.append((len(flat), len(parts), isinstance(request, Gather)))
-        flat += parts
-    answers = serve(flat)
-    return [answers[at : at + n] if grouped else answers[at] for at, n, grouped in spans]
+def _advance(flows, index, answer, pending, results, first=False) -> None:
+    """Send ``answer`` to ``flows[index]``: its next request goes to ``pending``, or its
+    return value to ``results``."""
+    try:
+        request = next(flows[index]) if first else flows[index].send(answer)
+    except StopIteration as stop:
+        results[index] = stop.value
+        return
+    pending[index] = request
 
 
 class RequestExecutor:
@@ -118,15 +132,9 @@ class RequestExecutor:
 
     def generate(self, requests: list[Generate]) -> list[Completion]:
         results: list[Completion | None] = [None] * len(requests)
-        # One batched call per (role, sampling without seed): a batch shares one
-        # seed, the first of its requests, so batched runs stay reproducible.
         groups: dict[tuple, list[int]] = defaultdict(list)
         for index, request in enumerate(requests):
-            key = (
-                request.role,
-                *dataclasses.astuple(dataclasses.replace(request.sampling, seed=None)),
-            )
-            groups[key].append(index)
+            groups[batch_key(request)].append(index)
         for indices in groups.values():
             first = requests[indices[0]]
             backend = self.backends.get(first.role)
@@ -165,19 +173,13 @@ class RequestExecutor:
         return results  # type: ignore[return-value]
 
     def serve(self, requests: list[Request]) -> list[Any]:
-        """Answer a mixed list of requests, preserving order (a :class:`Gather`
-        with the list of its parts' answers)."""
-        return serve_gathered(requests, self._serve_plain)
-
-    def _serve_plain(self, requests: list[Request]) -> list[Any]:
+        """Answer a mixed list of :class:`Generate` and :class:`Verify` requests, in order."""
         answers: list[Any] = [None] * len(requests)
         generates = [(i, r) for i, r in enumerate(requests) if isinstance(r, Generate)]
         verifies = [(i, r) for i, r in enumerate(requests) if isinstance(r, Verify)]
         if len(generates) + len(verifies) != len(requests):
             bad = next(r for r in requests if not isinstance(r, Generate | Verify))
-            raise TypeError(
-                f"a flow yielded {type(bad).__name__}, expected Generate, Verify or Gather"
-            )
+            raise TypeError(f"a flow yielded {type(bad).__name__}, expected Generate or Verify")
         completions = self.generate([r for _, r in generates])
         verdicts = self.verify([r for _, r in verifies])
         for (i, _), answer in zip([*generates, *verifies], [*completions, *verdicts], strict=True):
@@ -205,38 +207,3 @@ def _generate_isolating_failures(
 
 def _failed(message: str) -> Completion:
     return Completion(text="", finish_reason="error", error=message)
-
-
-class RequestServer(Protocol):
-    """Answers flow requests in order: a :class:`RequestExecutor`, or a stand-in."""
-
-    def serve(self, requests: list[Request]) -> list[Any]: ...
-
-
-def run_flow(flow: Flow, executor: RequestServer) -> Any:
-    """Run one flow to completion and return its value."""
-    return run_flows([flow], executor)[0]
-
-
-def run_flows(flows: list[Flow], executor: RequestServer) -> list[Any]:
-    """Advance all flows together, batching whatever they ask for at each round."""
-    results: list[Any] = [None] * len(flows)
-    pending: dict[int, Request] = {}
-    for index in range(len(flows)):
-        _advance(flows, index, None, pending, results, first=True)
-    while pending:
-        order = list(pending)
-        answers = executor.serve([pending[i] for i in order])
-        pending.clear()
-        for index, answer in zip(order, answers, strict=True):
-            _advance(flows, index, answer, pending, results)
-    return results
-
-
-def _advance(flows, index, answer, pending, results, first=False) -> None:
-    try:
-        request = next(flows[index]) if first else flows[index].send(answer)
-    except StopIteration as stop:
-        results[index] = stop.value
-        return
-    pending[index] = request

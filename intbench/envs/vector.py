@@ -20,7 +20,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.vector.utils import concatenate, iterate
 
 from intbench.envs.common import flow_env
-from intbench.envs.flows import run_flows
+from intbench.envs.engine import run_flows
 
 
 class BatchedVectorEnv(SyncVectorEnv):

@@ -40,6 +40,7 @@ from intbench.cache import JsonCache, stable_hash
 from intbench.envs import flows
 from intbench.envs.common import STUDENT_DEFAULTS, cached_student_call, sampling_from
 from intbench.envs.domains.prompting import render_messages
+from intbench.envs.engine import run_flows
 from intbench.generalization.variant_set import variants_by_original
 from intbench.metrics.generalization import CONTEXTS, PROTOCOL
 from intbench.protocols import PROTOCOLS, has
@@ -343,7 +344,7 @@ def _run_jobs(
                 _record_flow(cache, name, c, v, o, e, s, verifier)
                 for c, v, o, e, s in jobs[start : start + BATCH_SIZE]
             ]
-            for record in flows.run_flows(batch, executor):
+            for record in run_flows(batch, executor):
                 if log is not None:
                     log.append(record)
                 result.records.append(record.to_dict())

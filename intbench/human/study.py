@@ -24,6 +24,7 @@ import intbench.envs  # noqa: F401  (registers the env ids that gym.spec looks u
 from intbench.agents.backends import backend_name
 from intbench.agents.base import ChatBackend, Completion
 from intbench.envs import flows
+from intbench.envs.engine import run_flow
 from intbench.records import Episode, Problem
 from intbench.teachers import HumanTeacher
 
@@ -201,9 +202,6 @@ class _DeferredStudent:
     """
 
     def serve(self, requests: list) -> list:
-        return flows.serve_gathered(requests, self._serve_plain)
-
-    def _serve_plain(self, requests: list) -> list:
         answers = []
         for request in requests:
             if isinstance(request, flows.Generate):
@@ -232,7 +230,7 @@ def play_trial(
         for step in range(reveals + 1):
             (action,) = teacher.act([0], [(obs, info)], [env_seed])
             if defer and teacher.decides_at(step):
-                obs, _, done, _, info = flows.run_flow(env.step_flow(action), _DeferredStudent())
+                obs, _, done, _, info = run_flow(env.step_flow(action), _DeferredStudent())
             else:
                 obs, _, done, _, info = env.step(action)
             if done and not teacher.decides_at(step):

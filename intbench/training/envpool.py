@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 
 from intbench.envs import flows
+from intbench.envs.engine import run_flows
 from intbench.protocols import PROTOCOLS, ProtocolSpec
 
 
@@ -52,7 +53,7 @@ class EnvPool:
             return []
         # Every env of the pool shares the same backends (shared_backend), so
         # the first env's executor serves them all, as in the batched vector env.
-        return flows.run_flows(env_flows, self.take(1)[0].executor)
+        return run_flows(env_flows, self.take(1)[0].executor)
 
     def problem_count(self) -> int:
         """How many problems the envs draw from."""

@@ -1,14 +1,16 @@
-"""The scheduler: each episode at its own pace, no round barriers."""
+"""The episode engine: each episode at its own pace (continuous), or in rounds."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+import pytest
+
 from intbench.agents.base import Completion, SamplingParams
+from intbench.envs.engine import Engine, TeacherAct, run_flows
 from intbench.envs.flows import Gather, Generate, RequestExecutor, Verify
 from intbench.records import Problem, Verdict
-from intbench.scheduling import Scheduler, TeacherAct
 from tests.fake_openai_server import FakeOpenAIServer
 
 PROBLEM = Problem(id="math/t/0", domain="math", question="q", answer="1")
@@ -57,7 +59,7 @@ def _slow_verifier(problem, text):
     return Verdict("incorrect")
 
 
-def _run(scheduler: Scheduler, programs: list) -> dict:
+def _run(scheduler: Engine, programs: list) -> dict:
     results: dict[int, str] = {}
     queue = list(programs)
 
@@ -70,7 +72,7 @@ def _run(scheduler: Scheduler, programs: list) -> dict:
 
 def test_a_slow_grading_delays_only_its_own_episode():
     backend = RecordingBackend()
-    scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=4)
+    scheduler = Engine(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=4)
     log: list = []
     started = time.monotonic()
     programs = [program(log, "slow", slow_grading=True)] + [
@@ -89,7 +91,7 @@ def test_a_slow_grading_delays_only_its_own_episode():
 
 def test_a_local_model_gets_what_is_ready_as_one_batch():
     backend = RecordingBackend(seconds=0.05)
-    scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=20)
+    scheduler = Engine(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=20)
     try:
         _run(scheduler, [program([], f"p{i}") for i in range(20)])
     finally:
@@ -103,7 +105,7 @@ def test_a_server_gets_every_ready_request_at_once():
         from intbench.agents.backends import load_backend
 
         backend = load_backend(f"openai:m@{server.base_url}?concurrency=16")
-        scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=16)
+        scheduler = Engine(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=16)
         started = time.monotonic()
         try:
             _run(scheduler, [program([], f"p{i}") for i in range(32)])
@@ -128,7 +130,7 @@ def test_a_program_past_the_limit_is_dropped_and_its_late_answer_ignored():
 
     overdue: list[int] = []
     done: list = []
-    scheduler = Scheduler(RequestExecutor({}), ScriptedTeacher(), slots=1)
+    scheduler = Engine(RequestExecutor({}), ScriptedTeacher(), slots=1)
     queue = [slow_program(), program([], "next")]
     try:
         scheduler.run(
@@ -157,7 +159,7 @@ def gathering_program(name: str):
 
 def test_a_gathers_parts_share_the_batch_with_other_episodes():
     backend = RecordingBackend(seconds=0.05)
-    scheduler = Scheduler(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=4)
+    scheduler = Engine(RequestExecutor({"student": backend}), ScriptedTeacher(), slots=4)
     try:
         results = _run(scheduler, [gathering_program(f"g{i}") for i in range(3)] + [
             program([], "plain")
@@ -167,3 +169,53 @@ def test_a_gathers_parts_share_the_batch_with_other_episodes():
     # 3 episodes x 2 parts + 1 plain request: one padded batch, not one per part
     assert backend.batches == [7]
     assert sorted(map(str, results.values())) == ["['correct', 'correct']"] * 3 + ["correct"]
+
+
+class RoundServer:
+    """A stand-in server: answers each round's plain requests and records the rounds."""
+
+    def __init__(self):
+        self.rounds: list[list[str]] = []
+
+    def serve(self, requests):
+        self.rounds.append([type(r).__name__ for r in requests])
+        return [
+            Completion(text="ok") if isinstance(r, Generate) else _fast_verifier(None, r.text)
+            for r in requests
+        ]
+
+
+def test_rounds_serve_every_flows_requests_together_in_order():
+    server = RoundServer()
+    flows = [gathering_program("a"), gathering_program("b"), program([], "c")]
+    teacher_free = flows[:2]  # run_flows has no teacher: only Generate/Verify flows
+    assert run_flows(teacher_free, server) == [["correct", "correct"]] * 2
+    # Round 1: both flows' two generations; round 2: their four gradings.
+    assert server.rounds == [["Generate"] * 4, ["Verify"] * 4]
+    with pytest.raises(TypeError, match="no teacher"):
+        run_flows([flows[2]], server)
+
+
+def test_a_rounds_batches_are_the_same_whatever_the_grading_time():
+    """Rounds wait for every request of a round, so a slow grading cannot split the next
+    round's batch (it does in continuous mode, by design)."""
+    backend = RecordingBackend()
+    executor = RequestExecutor({"student": backend})
+
+    def two_calls(slow: bool):
+        yield Generate("student", [{"role": "user", "content": "x"}], SAMPLING)
+        yield Verify(PROBLEM, "x", _slow_verifier if slow else _fast_verifier)
+        yield Generate("student", [{"role": "user", "content": "y"}], SAMPLING)
+
+    run_flows([two_calls(slow=i == 0) for i in range(3)], executor)
+    assert backend.batches == [3, 3]
+
+
+def test_generations_with_stop_sequences_share_a_batch():
+    backend = RecordingBackend()
+    with_stop = SamplingParams(max_tokens=8, stop=["\n"], seed=1)
+    requests = [
+        Generate("student", [{"role": "user", "content": str(i)}], with_stop) for i in range(3)
+    ]
+    assert [c.text for c in RequestExecutor({"student": backend}).generate(requests)] == ["ok"] * 3
+    assert backend.batches == [3]

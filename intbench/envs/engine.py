@@ -1,13 +1,15 @@
-"""Many episodes, each at its own pace: a scheduler without round barriers.
+"""The episode engine: every driver of IntBench's episodes runs them here.
 
-Each episode is a *program*: a generator that yields what it needs next —
-a model call (:class:`~intbench.envs.flows.Generate`), a grading
+Each episode (or phase of one) is a *program*: a generator that yields what it
+needs next — a model call (:class:`~intbench.envs.flows.Generate`), a grading
 (:class:`~intbench.envs.flows.Verify`), several of these at once
 (:class:`~intbench.envs.flows.Gather`, each part sent like a request of its
-own) or a teacher decision (:class:`TeacherAct`) — and receives the answer.  The scheduler keeps every
-program's request in flight at once and hands each answer back as soon as it
-is there, so a slow grading or a slow server reply delays only its own
-episode.
+own) or a teacher decision (:class:`TeacherAct`) — and receives the answer.
+:class:`Engine` runs many programs, in one of two ways:
+
+*Continuous* (the runner, :mod:`intbench.runner`): no round barriers.  Every
+program's request is kept in flight and each answer handed back as soon as it
+is there, so a slow grading or a slow server reply delays only its own episode.
 
 * Gradings run in a thread pool, one per request.
 * Requests for a *remote* model (an OpenAI-compatible server) are sent as soon
@@ -21,24 +23,28 @@ episode.
 * Decisions of a scripted teacher are made inline; a model teacher's go to
   the worker of its backend, one batch at a time (its per-episode state is
   not shared between threads).
+
+*Rounds* (:func:`run_flows`: a single env's ``reset``/``step``, vector envs,
+training rollouts, the human study, generalization contexts): every program
+advances one request per round and a round's requests are served together,
+by one ``serve`` call.  Batches are then the same from run to run whatever the
+timing, which keeps seeded runs reproducible.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import queue
 import time
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from intbench.agents.base import is_remote
-from intbench.envs.flows import Gather, Generate, RequestExecutor, Verify
+from intbench.envs.flows import Flow, Gather, Generate, Request, RequestExecutor, Verify, batch_key
 
-if TYPE_CHECKING:  # teachers load the model-side modules, which scheduling does not need
+if TYPE_CHECKING:  # teachers load the model-side modules, which the engine does not need
     from intbench.teachers import Teacher
 
 VERIFY_THREADS = 8
@@ -63,17 +69,11 @@ class TeacherAct:
 Program = Generator[Any, Any, Any]
 
 
-def _batch_key(request: Generate) -> tuple:
-    """Generations that may go to a model as one batch: one role, one sampling but the seed."""
-    sampling = request.sampling
-    sampling_type: type = type(sampling)  # annotated: mypy takes this class for unhashable
-    values = (getattr(sampling, name) for name in _batched_fields(sampling_type))
-    return (request.role, *(tuple(v) if isinstance(v, list) else v for v in values))
+class RequestServer(Protocol):
+    """Answers plain requests (no :class:`Gather`) in order, all at once: a
+    :class:`~intbench.envs.flows.RequestExecutor`, or a stand-in."""
 
-
-@functools.cache
-def _batched_fields(sampling_type: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(sampling_type) if f.name != "seed")
+    def serve(self, requests: list[Request]) -> list[Any]: ...
 
 
 @dataclass
@@ -85,38 +85,49 @@ class _Running:
     started: float
 
 
-class Scheduler:
+class Engine:
     """Run programs in ``slots`` slots until ``next_program`` has no more.
 
     ``next_program(slot)`` returns a new program for a free slot, or ``None``
     when there is nothing left to start; ``on_done(slot, value)`` receives what
     a program returned; ``on_overdue(slot)`` is called for a program still
     running ``limit_s`` seconds after it started (it is then dropped).
+
+    Continuous by default, which needs a :class:`RequestExecutor` (it sends model
+    calls and gradings itself); with ``rounds=True`` any :class:`RequestServer`
+    answers each round's requests (see the module's docstring).
     """
 
     def __init__(
         self,
-        executor: RequestExecutor,
-        teacher: Teacher,
+        executor: RequestExecutor | RequestServer,
+        teacher: Teacher | None,
         slots: int,
         on_batch: Callable[[str, int], None] | None = None,
+        rounds: bool = False,
     ):
         """``on_batch(role, n)`` hears of every batch of ``n`` model calls sent (for progress)."""
         self.executor = executor
         self.teacher = teacher
         self.slots = slots
         self.on_batch = on_batch
-        self._verify_pool = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="intbench-grade")
-        self._remote_pool = ThreadPoolExecutor(max(slots, 1), thread_name_prefix="intbench-remote")
-        self._local_pool = ThreadPoolExecutor(1, thread_name_prefix="intbench-local")
+        self.rounds = rounds
+        self._pools: dict[str, ThreadPoolExecutor] = {}
         self._local_busy: Future | None = None
         self._teacher_busy: Future | None = None
         # Finished futures arrive here, so the loop takes each answer in O(1)
         # instead of polling every request in flight.
         self._done: queue.SimpleQueue[Future] = queue.SimpleQueue()
 
+    def _pool(self, name: str) -> ThreadPoolExecutor:
+        """The continuous mode's worker pools, started on first use."""
+        if name not in self._pools:
+            workers = {"grade": VERIFY_THREADS, "remote": max(self.slots, 1), "local": 1}[name]
+            self._pools[name] = ThreadPoolExecutor(workers, thread_name_prefix=f"intbench-{name}")
+        return self._pools[name]
+
     def close(self) -> None:
-        for pool in (self._verify_pool, self._remote_pool, self._local_pool):
+        for pool in self._pools.values():
             pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ loop
@@ -168,6 +179,9 @@ class Scheduler:
                 exhausted = self._start(next_program, running, serials, advance)
             if not running:
                 return
+            if self.rounds:
+                self._serve_round(ready, receive)
+                continue
             starting = not exhausted and len(running) < self.slots
             self._dispatch(ready, running, in_flight, hold_local=starting)
             if in_flight:
@@ -177,9 +191,10 @@ class Scheduler:
                 _drop_overdue(running, ready, gathering, limit_s, on_overdue)
 
     def _start(self, next_program, running: dict, serials: Iterator[int], advance) -> bool:
-        """Start programs in free slots, a few per round; whether none are left to start."""
+        """Start programs in free slots, a few per round (all at once in rounds, so the
+        first round holds every program's request); whether none are left to start."""
         free = [slot for slot in range(self.slots) if slot not in running]
-        for slot in free[:STARTS_PER_ROUND]:
+        for slot in free if self.rounds else free[:STARTS_PER_ROUND]:
             program = next_program(slot)
             if program is None:
                 return True
@@ -232,11 +247,11 @@ class Scheduler:
         acts: list[tuple] = []
         for key, request in list(ready.items()):
             if isinstance(request, Verify):
-                future: Future = self._verify_pool.submit(self.executor.verify, [request])
+                future: Future = self._pool("grade").submit(self._executor.verify, [request])
                 self._track(in_flight, future, [owner[key]])
                 del ready[key]
             elif isinstance(request, Generate):
-                generations[_batch_key(request)].append(key)
+                generations[batch_key(request)].append(key)
             elif isinstance(request, TeacherAct):
                 acts.append(key)
             else:
@@ -252,20 +267,19 @@ class Scheduler:
         """Send the generations of ``keys`` (one role and sampling) as one batch, unless
         they are for a local model that is busy or waits for the slots to fill."""
         role = ready[keys[0]].role
-        remote = is_remote(self.executor.backends.get(role))
+        remote = is_remote(self._executor.backends.get(role))
         if not remote and (self._local_busy is not None or hold_local):
             return  # batched with what arrives meanwhile, once the worker is free
         batch = [ready.pop(key) for key in keys]
         if self.on_batch is not None:
             self.on_batch(role, len(batch))
-        pool = self._remote_pool if remote else self._local_pool
-        future = pool.submit(self.executor.generate, batch)
+        future = self._pool("remote" if remote else "local").submit(self._executor.generate, batch)
         self._track(in_flight, future, [owner[key] for key in keys])
         if not remote:
             self._local_busy = future
 
     def _dispatch_acts(self, keys: list[tuple], ready: dict, owner: dict, in_flight: dict) -> None:
-        backend = self.teacher.backend
+        backend = self._teacher.backend
         if backend is None:  # decisions made in Python (a policy, a replay): decide now
             requests = [ready.pop(key) for key in keys]
             future: Future = Future()
@@ -278,15 +292,50 @@ class Scheduler:
         if not remote and self._local_busy is not None:
             return
         requests = [ready.pop(key) for key in keys]
-        pool = self._remote_pool if remote else self._local_pool
-        future = pool.submit(self._act, requests)
+        future = self._pool("remote" if remote else "local").submit(self._act, requests)
         self._track(in_flight, future, [owner[key] for key in keys])
         self._teacher_busy = future
         if not remote:
             self._local_busy = future
 
+    def _serve_round(self, ready: dict, receive: Callable) -> None:
+        """Rounds: answer every ready request now, the teacher's decisions by the teacher
+        and the rest by one ``serve`` call, and hand the answers back in request order."""
+        keys = list(ready)
+        requests = list(ready.values())
+        ready.clear()
+        acts = [i for i, request in enumerate(requests) if isinstance(request, TeacherAct)]
+        if acts:
+            answers = self._serve_with_acts(requests, acts)
+        else:
+            answers = self.executor.serve(requests)
+        for (slot, part), answer in zip(keys, answers, strict=True):
+            receive(slot, part, answer)
+
+    def _serve_with_acts(self, requests: list, acts: list[int]) -> list[Any]:
+        answers: list[Any] = [None] * len(requests)
+        for i, action in zip(acts, self._act([requests[i] for i in acts]), strict=True):
+            answers[i] = action
+        acting = set(acts)
+        plain = [i for i in range(len(requests)) if i not in acting]
+        for i, answer in zip(plain, self.executor.serve([requests[i] for i in plain]), strict=True):
+            answers[i] = answer
+        return answers
+
+    @property
+    def _executor(self) -> RequestExecutor:
+        """The continuous mode's executor (it calls ``generate``, ``verify``, ``backends``)."""
+        assert isinstance(self.executor, RequestExecutor), "continuous mode needs a RequestExecutor"
+        return self.executor
+
+    @property
+    def _teacher(self) -> Teacher:
+        if self.teacher is None:
+            raise TypeError("a program asked for a teacher decision, but the engine has no teacher")
+        return self.teacher
+
     def _act(self, requests: list[TeacherAct]) -> list[Any]:
-        return self.teacher.act(
+        return self._teacher.act(
             [r.slot for r in requests],
             [(r.obs, r.info) for r in requests],
             [r.seed for r in requests],
@@ -324,3 +373,38 @@ def episode_program(
         obs, _, terminated, truncated, info = yield from env.step_flow(action)
         if terminated or truncated:
             return env.last_episode
+
+
+def run_flows(flows: list[Flow], server: RequestServer) -> list[Any]:
+    """Run ``flows`` together, in rounds served by ``server`` -> their return values."""
+    results: list[Any] = [None] * len(flows)
+    waiting: list[tuple[int, Program]] = []
+    for index, flow in enumerate(flows):
+        # Most env steps (a wait, a cached baseline) need no request: no engine for them.
+        try:
+            waiting.append((index, _resumed(flow, next(flow))))
+        except StopIteration as stop:
+            results[index] = stop.value
+    if waiting:
+        programs = iter(program for _, program in waiting)
+
+        def done(slot: int, value: Any) -> None:  # slot i runs the i-th waiting flow
+            results[waiting[slot][0]] = value
+
+        Engine(server, None, len(waiting), rounds=True).run(lambda _: next(programs, None), done)
+    return results
+
+
+def _resumed(flow: Flow, request: Any) -> Program:
+    """``flow``, already started and waiting on ``request``, as a program."""
+    while True:
+        answer = yield request
+        try:
+            request = flow.send(answer)
+        except StopIteration as stop:
+            return stop.value
+
+
+def run_flow(flow: Flow, server: RequestServer) -> Any:
+    """Run one flow to completion -> its return value."""
+    return run_flows([flow], server)[0]
