@@ -127,7 +127,8 @@ def _flag_help(owners: list[tuple[str, dataclasses.Field]], every: int) -> str:
         default = default_of(f)
         shown = "none" if default is None else default
         shown = shown if isinstance(shown, str) else json.dumps(shown, default=str)
-        groups.setdefault(f"{option_help(f)} [{shown}]", []).append(label)
+        body = option_help(f) if default is dataclasses.MISSING else f"{option_help(f)} [{shown}]"
+        groups.setdefault(body, []).append(label)
     if len(groups) == 1 and len(owners) == every:
         return next(iter(groups)).replace("%", "%%")
     text = "; ".join(f"{', '.join(labels)}: {body}" for body, labels in groups.items())
@@ -148,7 +149,7 @@ def add_flags(parser: argparse._ActionsContainer, classes: Mapping[str, type]) -
     """One flag per flagged field of ``classes`` (label -> dataclass), its help and default
     taken from each class: ``-n`` for a one-letter name, else ``--kebab-name``; a bool
     that defaults to False is a switch, a list takes one or more values (the flag may be
-    repeated).  A flag not given
+    repeated); a field without a default is a required flag.  A flag not given
     leaves no attribute on the parsed namespace, so the dataclass default applies (read
     them with :func:`flag_values`)."""
     for name, owners in flag_fields(classes).items():
@@ -162,6 +163,8 @@ def add_flags(parser: argparse._ActionsContainer, classes: Mapping[str, type]) -
             settings = {"nargs": "+", "action": "extend"}  # repeatable, or several at once
         elif "bare" in field.metadata:
             settings |= {"nargs": "?", "const": field.metadata["bare"]}
+        if default_of(field) is dataclasses.MISSING:
+            settings["required"] = True
         parser.add_argument(
             flag,
             dest=name,

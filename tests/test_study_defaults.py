@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 from intbench.cli import build_parser
+from intbench.commands.serve import STUDY_FLAGS
 from intbench.human.schedule import assigned_questions, new_participant
 from intbench.human.study import StudyConfig
+from intbench.options import flag_values
 from intbench.records import Problem
 
 
@@ -29,7 +31,9 @@ def test_serve_defaults_to_six_trials():
     args = build_parser().parse_args(
         ["serve", "--env", "IntBench-Math-v0", "--condition", "oracle", "--out", "study"]
     )
-    assert args.trials == 6
+    flags = flag_values(args, STUDY_FLAGS)
+    assert flags == {"condition": "oracle"}  # trials not given: StudyConfig's default
+    assert StudyConfig.__dataclass_fields__["trials"].default == 6
 
 
 def _counts(config: StudyConfig, participants: int) -> Counter:
@@ -55,3 +59,13 @@ def test_questions_are_balanced_by_design():
     assert {t["problem_id"] for t in a["trials"]} == set(assigned_questions(config, 3))
     assert len({t["problem_id"] for t in a["trials"]}) == 6
     assert [t["problem_id"] for t in a["trials"]] != [t["problem_id"] for t in b["trials"]]
+
+
+def test_serve_refuses_an_unknown_condition_before_anything_starts(tmp_path, capsys):
+    from intbench.cli import main
+
+    out = tmp_path / "study"
+    argv = ["serve", "--env", "IntBench-Math-v0", "--condition", "oracl", "--out", str(out)]
+    assert main(argv) == 2
+    assert "condition must be one of ('standard', 'oracle'), got 'oracl'" in capsys.readouterr().err
+    assert not out.exists()

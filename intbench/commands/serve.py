@@ -7,7 +7,17 @@ import sys
 from pathlib import Path
 
 from intbench.extras import require
-from intbench.options import ENV_OPTION_HELP, parse_items, with_student_tokens
+from intbench.human.study import StudyConfig
+from intbench.options import (
+    ENV_OPTION_HELP,
+    add_flags,
+    flag_values,
+    parse_items,
+    with_student_tokens,
+)
+
+# The study's own settings (--condition, --trials, --student, ...) are StudyConfig's fields.
+STUDY_FLAGS = {"study": StudyConfig}
 
 
 def add_parser(subparsers) -> None:
@@ -20,7 +30,7 @@ def add_parser(subparsers) -> None:
         "appended to the episodes of run directory DIR with teacher='human:<id>'. Restarting with the same arguments resumes.",
     )
     parser.add_argument("--env", required=True, help="monitor env id, e.g. IntBench-Math-v0")
-    parser.add_argument("--condition", required=True, choices=("standard", "oracle"))
+    add_flags(parser, STUDY_FLAGS)
     parser.add_argument(
         "--problems",
         default="offline",
@@ -31,19 +41,6 @@ def add_parser(subparsers) -> None:
         "-n", type=int, default=12, help="problems to load, practice ones included (default 12)"
     )
     parser.add_argument(
-        "--trials",
-        type=int,
-        default=6,
-        help="scored trials per participant, K (default 6, as in Int-Bench §4.2)",
-    )
-    parser.add_argument("--practice", type=int, default=2, help="practice trials (default 2)")
-    parser.add_argument(
-        "--student", default="smollm2", help="student model spec (default: the embedded smollm2)"
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seeds the problem subset and trial orders"
-    )
-    parser.add_argument(
         "--max-tokens", type=int, default=None, help="student generation budget per call"
     )
     parser.add_argument(
@@ -52,9 +49,6 @@ def add_parser(subparsers) -> None:
         default=[],
         metavar="KEY=VALUE",
         help=ENV_OPTION_HELP,
-    )
-    parser.add_argument(
-        "--completion-code", default=None, help="code shown on the last page (study platforms)"
     )
     parser.add_argument("--out", required=True, type=Path, help="study directory")
     parser.add_argument(
@@ -86,26 +80,23 @@ def run_serve(args: argparse.Namespace) -> int:
 
     import intbench.envs  # noqa: F401  (registers the env ids)
     from intbench.envs.domains import DataSourceError, load_problems
-    from intbench.human import Study, StudyConfig
+    from intbench.human import Study
     from intbench.human.storage import StudyMismatchError
 
     try:
         domain = gym.spec(args.env).kwargs.get("domain")
         if domain is None:
             raise ValueError(f"{args.env} names no domain; use an IntBench monitor env id")
+        study_flags = flag_values(args, STUDY_FLAGS)
+        seed = study_flags.get("seed", 0)
         problems = load_problems(
-            domain, source=args.problems, split=args.split, n=args.n, seed=args.seed
+            domain, source=args.problems, split=args.split, n=args.n, seed=seed
         )
         config = StudyConfig(
             env_id=args.env,
-            condition=args.condition,
             problems=problems,
-            student=args.student,
-            trials=args.trials,
-            practice=args.practice,
-            seed=args.seed,
             env_options=with_student_tokens(parse_items(args.env_option), args.max_tokens),
-            completion_code=args.completion_code,
+            **study_flags,
         )
         study = Study(config, args.out, progress=True)
     except (gym.error.Error, DataSourceError, StudyMismatchError, ValueError) as exc:

@@ -15,7 +15,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -25,6 +25,7 @@ from intbench.agents.backends import backend_name
 from intbench.agents.base import ChatBackend, Completion
 from intbench.envs import flows
 from intbench.envs.engine import run_flow
+from intbench.options import option
 from intbench.records import Episode, Problem
 from intbench.teachers import HumanTeacher
 
@@ -52,15 +53,17 @@ class StudyConfig:
         completion_code: shown on the last page (study platforms ask for one).
     """
 
-    env_id: str
-    condition: str
-    problems: list[Problem]
-    student: str | ChatBackend = "smollm2"
-    trials: int = 6
-    practice: int = 2
-    seed: int = 0
-    env_options: dict[str, Any] = field(default_factory=dict)
-    completion_code: str | None = None
+    env_id: str = option(help="monitor env id, e.g. IntBench-Math-v0", flag=False)
+    condition: str = option(help="standard (the teacher watches the reasoning) or oracle")
+    problems: list[Problem] = option(help="the study's problems, practice ones first", flag=False)
+    student: str | ChatBackend = option("smollm2", help="student model spec")
+    trials: int = option(6, help="scored trials per participant, K (Int-Bench §4.2)")
+    practice: int = option(2, help="practice trials")
+    seed: int = option(0, help="seeds the problem subset and trial orders")
+    env_options: dict[str, Any] = option(
+        default_factory=dict, help="further monitor env options", flag=False
+    )
+    completion_code: str | None = option(None, help="code shown on the last page (platforms)")
 
     def __post_init__(self) -> None:
         if self.condition not in CONDITIONS:
