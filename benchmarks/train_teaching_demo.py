@@ -30,7 +30,9 @@ whole trace is revealed), GRPO on the decision reply through
 :func:`~intbench.training.monitor_rewards`.  Variants come from a variant
 set the demo writes (the env option ``variants``).  Run:
 ``OMP_NUM_THREADS=2 python benchmarks/train_teaching_demo.py --protocol feedback --seed 0``;
-:func:`summary` collects every seed's result in ``results/train_teaching.md``.
+``--reward success`` trains on the outcome-only reward of the old defaults instead,
+for contrast (held-out scores read the same components).  :func:`summary`
+collects every seed's result in ``results/train_teaching.md``.
 """
 
 from __future__ import annotations
@@ -123,12 +125,14 @@ def variants(problem_list: list[Problem], seed: int) -> list[Problem]:
     return out
 
 
-def env_kwargs(protocol: str, problem_list: list[Problem], variant_file: Path) -> dict:
+def env_kwargs(
+    protocol: str, problem_list: list[Problem], variant_file: Path, reward: str = "teaching"
+) -> dict:
     write_variant_set(variant_file, variants(problem_list, seed=7))
     common = {
         "student": ScriptedBackend(student, spec="scripted:teaching-demo-student"),
         "problems": problem_list,
-        "reward": "teaching",
+        "reward": reward,
         "variants": str(variant_file),
     }
     if protocol == "feedback":
@@ -194,7 +198,7 @@ class FeedbackDemo:
         env = ENVS["feedback"]
         self.args = args
         self.train_rollout = FeedbackRollout(
-            env, env_kwargs("feedback", train, workdir / "train.jsonl"), 24, 1.0
+            env, env_kwargs("feedback", train, workdir / "train.jsonl", args.reward), 24, 1.0
         )
         self.eval_rollout = FeedbackRollout(
             env, env_kwargs("feedback", held_out, workdir / "eval.jsonl"), 24, 1.0
@@ -249,7 +253,7 @@ class MonitorDemo:
 
         env = ENVS["monitor"]
         self.args = args
-        self.train_kwargs = env_kwargs("monitor", train, workdir / "train.jsonl")
+        self.train_kwargs = env_kwargs("monitor", train, workdir / "train.jsonl", args.reward)
         eval_kwargs = env_kwargs("monitor", held_out, workdir / "eval.jsonl")
         self.train_rows = monitor_states(env, self.train_kwargs, states_per_problem=1, seed=0)
         self.eval_rows = monitor_states(env, eval_kwargs, states_per_problem=1, seed=0)
@@ -326,7 +330,7 @@ def run_demo(args: argparse.Namespace) -> dict:
         )
     args.command = (
         f"OMP_NUM_THREADS=2 python benchmarks/train_teaching_demo.py --protocol {args.protocol} "
-        f"--seed {args.seed}"
+        f"--seed {args.seed}" + ("" if args.reward == "teaching" else f" --reward {args.reward}")
     )
     return demo.write_result(
         args,
@@ -346,7 +350,8 @@ def markdown(result: dict) -> str:
     """One seed's table, written next to its JSON file."""
     setting = result["setting"]
     lines = [
-        f"# Teaching demo: {setting['protocol']} env, teaching reward, seed {setting['seed']}",
+        f"# Teaching demo: {setting['protocol']} env, GRPO on the {setting['reward']} reward, "
+        f"seed {setting['seed']}",
         "",
         f"Command: `{result['command']}` (settings: {json.dumps(setting, default=str)}).  "
         f"{setting['eval_problems']} held-out problems x {setting['samples']} samples, 95% "
@@ -419,9 +424,37 @@ def summary() -> str:
                 f"| {p['reward']['value']:+.2f} -> {g['reward']['value']:+.2f} "
                 f"| {r['seconds']['total'] / 60:.1f} |"
             )
+    lines += _outcome_only_rows()
     text = "\n".join(lines) + "\n"
     (RESULTS / "train_teaching.md").write_text(text)
     return text
+
+
+def _outcome_only_rows() -> list[str]:
+    """The runs trained on the outcome-only ``success`` reward, for contrast."""
+    files = sorted(RESULTS.glob("train_teaching_demo_*_success_seed*.json"))
+    if not files:
+        return []
+    lines = [
+        "",
+        "## For contrast: GRPO on the outcome-only reward (`success`, the old default)",
+        "",
+        "Same setting and held-out scoring; only GRPO's reward differs (`--reward success`).",
+        "",
+        "| protocol | seed | leak rate primed -> GRPO | change [95% CI] | transfer primed -> GRPO | change [95% CI] | minutes |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for file in files:
+        r = json.loads(file.read_text())
+        p, g = r["format_primed"], r["grpo"]
+        lines.append(
+            f"| {r['setting']['protocol']} | {r['setting']['seed']} "
+            f"| {p['leaked']['value']:.2f} -> {g['leaked']['value']:.2f} "
+            f"| {demo.ci_text(r['change_in_leak_rate'])} "
+            f"| {p['transfer']['value']:.2f} -> {g['transfer']['value']:.2f} "
+            f"| {demo.ci_text(r['change_in_transfer'])} | {r['seconds']['total'] / 60:.1f} |"
+        )
+    return lines
 
 
 def parser() -> argparse.ArgumentParser:
@@ -429,6 +462,13 @@ def parser() -> argparse.ArgumentParser:
         __doc__.splitlines()[0], prime_steps=16, steps=12, eval_problems=24, warmup_steps=2
     )
     parser.add_argument("--protocol", choices=sorted(ENVS), required=True)
+    parser.add_argument(
+        "--reward",
+        choices=("teaching", "success"),
+        default="teaching",
+        help="GRPO's reward; success is the outcome-only reward the old defaults paid "
+        "(held-out scores always read the teaching components)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     return parser
 
@@ -436,8 +476,9 @@ def parser() -> argparse.ArgumentParser:
 if __name__ == "__main__":
     arguments = parser().parse_args()
     if arguments.out is None:
+        reward = "" if arguments.reward == "teaching" else f"_{arguments.reward}"
         arguments.out = (
-            RESULTS / f"train_teaching_demo_{arguments.protocol}_seed{arguments.seed}.json"
+            RESULTS / f"train_teaching_demo_{arguments.protocol}{reward}_seed{arguments.seed}.json"
         )
     run_demo(arguments)
     print(summary())
