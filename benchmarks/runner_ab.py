@@ -44,7 +44,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=256)
     parser.add_argument("--concurrency", type=int, default=64)
     args = parser.parse_args()
-    print("| latency | old episodes/s (rounds) | median | new episodes/s (rounds) | median | new / old |")
+    print(
+        "| latency | old episodes/s (rounds) | median | new episodes/s (rounds) | median | new / old |"
+    )
     print("|---:|---|---:|---|---:|---:|")
     for latency in (0.0, 0.05):
         rates: dict[str, list[float]] = {"old": [], "new": []}

@@ -63,21 +63,25 @@ _QUESTION = re.compile(r"What is (\d+) \+ (\d+) \+ (\d+) \+ (\d+)\?")
 _STEP_NAMED = re.compile(r"\bstep\s*(\d+)", re.IGNORECASE)
 
 
+def sum_problem(problem_id: str, numbers: list[int], metadata: dict | None = None) -> Problem:
+    """The sum of ``numbers`` as a math problem with its boxed reference solution."""
+    total = sum(numbers)
+    return Problem(
+        id=problem_id,
+        domain="math",
+        question="What is " + " + ".join(map(str, numbers)) + "?",
+        answer=str(total),
+        solution=f"The sum is \\boxed{{{total}}}.",
+        metadata=metadata or {},
+    )
+
+
 def problems(count: int, seed: int) -> list[Problem]:
     rng = random.Random(seed)
     out = []
     for i in range(count):
         numbers = [rng.randint(10, 99) for _ in range(STEPS_PER_SUM + 1)]
-        total = sum(numbers)
-        out.append(
-            Problem(
-                id=f"sum4/{seed}/{i}",
-                domain="math",
-                question="What is " + " + ".join(map(str, numbers)) + "?",
-                answer=str(total),
-                solution=f"The sum is \\boxed{{{total}}}.",
-            )
-        )
+        out.append(sum_problem(f"sum4/{seed}/{i}", numbers))
     return out
 
 

@@ -111,17 +111,8 @@ def variants(problem_list: list[Problem], seed: int) -> list[Problem]:
         numbers = [rng.randint(10, 99) for _ in range(4)]
         while sums.rushed_step(numbers) != step:
             numbers = [rng.randint(10, 99) for _ in range(4)]
-        total = sum(numbers)
-        out.append(
-            Problem(
-                id=f"{problem.id}/variant",
-                domain="math",
-                question="What is " + " + ".join(map(str, numbers)) + "?",
-                answer=str(total),
-                solution=f"The sum is \\boxed{{{total}}}.",
-                metadata={"variant_of": problem.id, "skill": f"rushed step {step}"},
-            )
-        )
+        skill = {"variant_of": problem.id, "skill": f"rushed step {step}"}
+        out.append(sums.sum_problem(f"{problem.id}/variant", numbers, skill))
     return out
 
 
@@ -416,14 +407,8 @@ def summary() -> str:
         for file in files:
             r = json.loads(file.read_text())
             p, g = r["format_primed"], r["grpo"]
-            lines.append(
-                f"| {r['setting']['seed']} | {p['leaked']['value']:.2f} -> {g['leaked']['value']:.2f} "
-                f"| {demo.ci_text(r['change_in_leak_rate'])} "
-                f"| {p['transfer']['value']:.2f} -> {g['transfer']['value']:.2f} "
-                f"| {demo.ci_text(r['change_in_transfer'])} "
-                f"| {p['reward']['value']:+.2f} -> {g['reward']['value']:+.2f} "
-                f"| {r['seconds']['total'] / 60:.1f} |"
-            )
+            reward = f"{p['reward']['value']:+.2f} -> {g['reward']['value']:+.2f}"
+            lines.append(_row(r, [str(r["setting"]["seed"])], [reward]))
     lines += _outcome_only_rows()
     text = "\n".join(lines) + "\n"
     (RESULTS / "train_teaching.md").write_text(text)
@@ -446,15 +431,24 @@ def _outcome_only_rows() -> list[str]:
     ]
     for file in files:
         r = json.loads(file.read_text())
-        p, g = r["format_primed"], r["grpo"]
-        lines.append(
-            f"| {r['setting']['protocol']} | {r['setting']['seed']} "
-            f"| {p['leaked']['value']:.2f} -> {g['leaked']['value']:.2f} "
-            f"| {demo.ci_text(r['change_in_leak_rate'])} "
-            f"| {p['transfer']['value']:.2f} -> {g['transfer']['value']:.2f} "
-            f"| {demo.ci_text(r['change_in_transfer'])} | {r['seconds']['total'] / 60:.1f} |"
-        )
+        lines.append(_row(r, [r["setting"]["protocol"], str(r["setting"]["seed"])], []))
     return lines
+
+
+def _row(result: dict, first: list[str], extra: list[str]) -> str:
+    """A run's table row: ``first`` cells, leak rate and transfer (primed -> GRPO, paired
+    change), ``extra`` cells, minutes."""
+    p, g = result["format_primed"], result["grpo"]
+    cells = [
+        *first,
+        f"{p['leaked']['value']:.2f} -> {g['leaked']['value']:.2f}",
+        demo.ci_text(result["change_in_leak_rate"]),
+        f"{p['transfer']['value']:.2f} -> {g['transfer']['value']:.2f}",
+        demo.ci_text(result["change_in_transfer"]),
+        *extra,
+        f"{result['seconds']['total'] / 60:.1f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def parser() -> argparse.ArgumentParser:
