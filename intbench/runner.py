@@ -39,6 +39,7 @@ from intbench.cache import stable_hash
 from intbench.envs.engine import Engine, episode_program
 from intbench.envs.registration import protocol_of
 from intbench.extras import require
+from intbench.metrics.estimate import warm_estimates
 from intbench.options import option
 from intbench.protocols import PROTOCOLS, has
 from intbench.records import Episode, Problem
@@ -183,6 +184,7 @@ def _run_locked(
         if grader_here:
             _size_grader(problems[0].domain, concurrency)
         importlib.import_module("intbench.metrics.summary")  # the end-of-run summary's
+        warm_estimates()
 
     teacher = _make_teacher(config, first, problems)
     run_dir.save_config(config.to_dict())

@@ -206,3 +206,21 @@ def test_matrix_checks_every_pair_before_any_model_loads(tmp_path, capsys, no_mo
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "no model at '/nonexistent/model'" in line
     assert not out.exists()
+
+
+def test_only_the_program_freezes_its_objects_for_the_collector(tmp_path, capsys):
+    """The command line freezes what lives to its exit (modules, parser) so collections
+    skip it; ``main(argv)`` called by a process that goes on (tests, scripts) does not."""
+    import gc
+
+    from intbench.cli import main
+
+    before = gc.get_freeze_count()
+    assert main(["data", "list"]) == 0
+    assert gc.get_freeze_count() == before
+    program = "import gc, sys; from intbench.cli import main; sys.argv[1:] = ['data', 'list']; "
+    program += "main(); print(gc.get_freeze_count())"
+    frozen = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert int(frozen.stdout.split()[-1]) > 0
