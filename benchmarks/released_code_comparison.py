@@ -19,8 +19,8 @@ the same fake OpenAI-compatible server (50 ms per request, an always-wrong stude
 teacher's hint): 9 requests per episode in both.  Measured per run: episodes/s over
 the episodes (the server's first request to its last reply) and CPU per episode of
 the whole process tree over that window (psutil; the released code's Ray processes
-and IntBench's grader workers included).  Rounds alternate the two; medians over
-``--rounds`` with min–max.
+and IntBench's grader workers included).  Rounds alternate the two, each run starting
+once the machine is idle again; medians over ``--rounds`` with min–max.
 
     python benchmarks/released_code_comparison.py --released-src /tmp/fb \\
         --released-python /tmp/fb311/bin/python [--rounds 3] [--out FILE]
@@ -148,6 +148,23 @@ def run_released(args, server: Server, source: Path, n: int, workers: int, glue,
     }
 
 
+SETTLE_BUSY_PERCENT = 20.0
+SETTLE_MAX_S = 60.0
+
+
+def settle() -> float:
+    """Wait until the machine is idle again (below SETTLE_BUSY_PERCENT over a second, at
+    most SETTLE_MAX_S), so that no run pays for the previous one's leftovers: Ray's
+    daemons outlive the released code's command for a few seconds.  The seconds waited."""
+    import psutil
+
+    started = time.monotonic()
+    while time.monotonic() - started < SETTLE_MAX_S:
+        if psutil.cpu_percent(interval=1.0) < SETTLE_BUSY_PERCENT:
+            break
+    return time.monotonic() - started
+
+
 def median_spread(values: list[float], digits: int = 2) -> str:
     return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
@@ -174,6 +191,7 @@ def main() -> None:
         ("released", 1, args.serial_episodes),
     ]
     runs: dict[tuple, list[dict]] = {(who, w): [] for who, w, _ in settings}
+    waits: list[float] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
@@ -183,6 +201,7 @@ def main() -> None:
             run_released(args, server, source, 2, 1, glue, work)  # its bytecode and caches
             for round_ in range(args.rounds):
                 for who, in_flight, n in settings:
+                    waits.append(settle())
                     if who == "IntBench":
                         run = run_command(server, source, n, in_flight, work)
                     else:
@@ -191,13 +210,13 @@ def main() -> None:
                     print(round_, who, in_flight, run, flush=True)
     finally:
         server.close()
-    lines = report(runs, args, commit)
+    lines = report(runs, args, commit, max(waits))
     print("\n".join(lines))
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def report(runs: dict, args, commit: str) -> list[str]:
+def report(runs: dict, args, commit: str, longest_wait_s: float) -> list[str]:
     command = (
         f"python benchmarks/released_code_comparison.py --released-src {args.released_src} "
         f"--released-python {args.released_python} --rounds {args.rounds} --episodes "
@@ -217,7 +236,9 @@ def report(runs: dict, args, commit: str) -> list[str]:
         f"{platform.python_version()} for both (the released code asks for 3.12 and pins "
         "transformers 5.5.4 and datasets < 4; the only CPU torch wheel here is for 3.11, so it "
         "ran on 3.11 with transformers 5.25 and datasets 5.2). Medians over "
-        f"{args.rounds} rounds (min–max), rounds alternating.\n",
+        f"{args.rounds} rounds (min–max), rounds alternating; each run starts once the "
+        f"machine's CPU is below {SETTLE_BUSY_PERCENT:.0f}% busy over a second (the longest "
+        f"wait: {longest_wait_s:.0f} s).\n",
         "| code | in flight | episodes | episodes/s (episodes only) | CPU ms / episode, "
         "episodes only (process tree) | CPU ms / episode, whole command | setup s |",
         "|---|---:|---:|---:|---:|---:|---:|",

@@ -106,7 +106,7 @@ QUIET_ENV = {
 def _collect_once_at_exit() -> None:
     """Collect the garbage once, then freeze the survivors: the interpreter's own
     collections at shutdown would scan every object again (a run's records, numpy,
-    aiohttp...), 0.1-0.4 s at the end of a command.  Garbage made after this (module
+    gymnasium...), 0.1-0.4 s at the end of a command.  Garbage made after this (module
     teardown) is left to the operating system; files and pools are closed explicitly."""
     gc.collect()
     gc.freeze()

@@ -106,6 +106,7 @@ class FakeOpenAIServer:
         self.retry_after = retry_after
         self.requests: list[dict] = []
         self.proxied: list[str] = []  # absolute URLs of requests sent here as to a proxy
+        self.proxy_auth: list[str | None] = []  # their Proxy-Authorization headers
         self.first_request_at: float | None = None
         self.in_flight = 0
         self.max_in_flight = 0
@@ -324,6 +325,7 @@ class FakeOpenAIServer:
                 if path != self.path:
                     with server._lock:
                         server.proxied.append(self.path)
+                        server.proxy_auth.append(self.headers.get("Proxy-Authorization"))
                 if path.rstrip("/") != "/v1/chat/completions":
                     self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                     return

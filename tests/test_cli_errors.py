@@ -93,13 +93,13 @@ def test_an_unexpected_error_is_one_line_unless_debug(tmp_path, monkeypatch, cap
 def no_model_loads(monkeypatch):
     """Any model load fails the test: the checks must come first."""
     from intbench.agents.backends import loading
-    from intbench.training import models
+    from intbench.training import trainer  # imported first, so it keeps the real loader
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the input was checked")
 
     monkeypatch.setattr(loading, "load_backend", refuse)
-    monkeypatch.setattr(models, "load_policy", refuse)
+    monkeypatch.setattr(trainer, "load_policy", refuse)
 
 
 @pytest.mark.parametrize(
@@ -224,3 +224,25 @@ def test_only_the_program_freezes_its_objects_for_the_collector(tmp_path, capsys
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
     assert int(frozen.stdout.split()[-1]) > 0
+
+
+def test_the_parser_is_built_without_the_envs_trainers_or_study():
+    """Every command builds the whole parser first; its flags come from option
+    dataclasses, so building it must not import what only some commands run."""
+    program = (
+        "import sys; from intbench.cli import build_parser; build_parser(); "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    ).stdout.split()
+    heavy = {
+        "intbench.envs.monitor",
+        "intbench.envs.feedback",
+        "intbench.envs.tutor",
+        "intbench.training.trainer",
+        "intbench.training.monitor",
+        "intbench.human.service",
+    }
+    assert heavy.isdisjoint(loaded), sorted(heavy & set(loaded))
+    assert "intbench.envs.env_options" in loaded

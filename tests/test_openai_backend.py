@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
+import base64
 import json
+import re
+import shutil
 import socket
+import ssl
+import subprocess
+import threading
 import time
 
 import pytest
@@ -18,7 +23,7 @@ from intbench.agents.backends.openai_compat import (
 )
 from intbench.agents.base import SamplingParams
 from intbench.runner import RunConfig, run_eval
-from tests.fake_openai_server import MALFORMED
+from tests.fake_openai_server import MALFORMED, FakeOpenAIServer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -195,6 +200,94 @@ def test_proxy_variables_are_honoured(monkeypatch, fake_openai_server):
     assert "connection error" in out.error and len(fake_openai_server.proxied) == 2
 
 
+def test_proxy_credentials_come_from_its_url_or_netrc(monkeypatch, tmp_path, fake_openai_server):
+    target = "http://model-server.invalid:8000/v1"  # reachable only through the proxy
+    proxy = fake_openai_server.base_url.removesuffix("/v1")
+    for name in ("http_proxy", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.replace("http://", "http://ann:s%40cret@"))
+    with load_backend(f"openai:m@{target}") as backend:
+        [with_url] = backend.generate([ask("a")], PARAMS)
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login bob password pw\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    with load_backend(f"openai:m@{target}") as backend:
+        [with_netrc] = backend.generate([ask("b")], PARAMS)
+    assert (with_url.text, with_netrc.text) == ("echo: a", "echo: b")
+    basic = ["Basic " + base64.b64encode(pair).decode() for pair in (b"ann:s@cret", b"bob:pw")]
+    assert fake_openai_server.proxy_auth == basic
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced_at_no_attempts_cost():
+    """Servers close idle connections without saying so; the next request on one is
+    sent again on a fresh connection, not counted as a failed attempt."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_once_per_connection() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:  # the listener was closed: the test is over
+                return
+            with connection:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += connection.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: *(\d+)", head)[1])
+                while len(body) < length:
+                    body += connection.recv(65536)
+                said = json.loads(body)["messages"][-1]["content"]
+                reply = {
+                    "choices": [{"message": {"role": "assistant", "content": f"echo: {said}"}}]
+                }
+                payload = json.dumps(reply).encode()
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+                    + payload
+                )
+
+    threading.Thread(target=answer_once_per_connection, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:
+        with load_backend(f"openai:m@{url}", max_retries=0) as backend:
+            first = backend.generate([ask("a")], PARAMS)
+            time.sleep(0.05)  # the server's close reaches the client
+            second = backend.generate([ask("b")], PARAMS)
+    finally:
+        listener.close()
+    assert [o.text for o in first + second] == ["echo: a", "echo: b"]
+
+
+def test_https_verifies_the_server_certificate(tmp_path, monkeypatch):
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server = FakeOpenAIServer()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server._httpd.socket = context.wrap_socket(server._httpd.socket, server_side=True)
+    with server:
+        url = server.base_url.replace("http://", "https://")
+        with load_backend(f"openai:m@{url}", max_retries=0) as backend:
+            [untrusted] = backend.generate([ask("a")], PARAMS)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client now trusts it
+        with load_backend(f"openai:m@{url}", max_retries=0) as backend:
+            [trusted] = backend.generate([ask("b")], PARAMS)
+    assert "CERTIFICATE_VERIFY_FAILED" in untrusted.error
+    assert trusted.text == "echo: b" and trusted.error is None
+
+
 def test_overall_deadline_bounds_a_call(connect, fake_openai_server):
     fake_openai_server.slow_seconds = 10.0
     fake_openai_server.inject("slow", count=100)
@@ -333,16 +426,16 @@ def test_an_invalid_url_fails_once_with_a_message_naming_it():
     assert "invalid URL 'http://127.0.0.1:notaport/v1/chat/completions'" in out.error
 
 
-def test_a_cancelled_request_loses_only_its_own_result(connect, monkeypatch):
+def test_an_unexpected_error_loses_only_its_own_result(connect, monkeypatch):
     backend = connect()
     real = backend._request_with_retries
 
-    async def cancel_q1(conversation, *args):
+    def fail_q1(conversation, *args):
         if conversation[-1]["content"] == "q1":
-            raise asyncio.CancelledError  # a BaseException, not an Exception
-        return await real(conversation, *args)
+            raise RuntimeError("a bug in one request")
+        return real(conversation, *args)
 
-    monkeypatch.setattr(backend, "_request_with_retries", cancel_q1)
+    monkeypatch.setattr(backend, "_request_with_retries", fail_q1)
     outputs = backend.generate([ask(f"q{i}") for i in range(3)], PARAMS)
     assert [o.text for o in outputs if o.error is None] == ["echo: q0", "echo: q2"]
-    assert "unexpected CancelledError" in outputs[1].error
+    assert "unexpected RuntimeError: a bug in one request" in outputs[1].error

@@ -11,7 +11,7 @@ import pytest
 from intbench.cli import build_parser, main
 from intbench.commands.env_flags import env_options_from
 from intbench.commands.eval import ExecutionOptions, execution_options
-from intbench.envs.common import EnvOptions
+from intbench.envs.env_options import EnvOptions
 from intbench.envs.option_classes import env_options_class, protocol_options
 from intbench.options import UnknownOptionError, flag_fields
 from intbench.runner import RunConfig

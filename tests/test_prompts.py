@@ -18,7 +18,8 @@ from intbench.envs.domains.prompting import (
     render_messages,
     render_system,
 )
-from intbench.envs.monitor import TEACHER_PROMPTS, continuation_messages
+from intbench.envs.env_options import TEACHER_PROMPTS
+from intbench.envs.monitor import continuation_messages
 from intbench.records import DOMAINS, Problem
 
 SECRET_ANSWER = "ZQX-ANSWER-417"

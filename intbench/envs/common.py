@@ -7,7 +7,6 @@ import copy
 import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -18,10 +17,11 @@ from intbench.agents.backends.loading import backend_name, shared_backend
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.cache import JsonCache
 from intbench.envs.engine import run_flow
+from intbench.envs.env_options import EnvOptions
 from intbench.envs.flows import Generate, RequestExecutor, Verify
 from intbench.envs.spaces import UnicodeText
 from intbench.envs.student_calls import cached_student_call
-from intbench.options import check_keys, field_names, option
+from intbench.options import check_keys, field_names
 from intbench.records import Attempt, Episode, Problem, Verdict
 from intbench.verifiers import verify
 
@@ -277,86 +277,6 @@ def reset_options(options: Any) -> dict[str, Any]:
     if options.get("student_seed", 0) < 0:
         raise ValueError(f"student_seed must be >= 0, got {options['student_seed']}")
     return dict(options)
-
-
-def check_choice(name: str, value: Any, choices: tuple) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
-def check_count(name: str, value: Any, minimum: int) -> None:
-    """``value`` must be an int (not a bool) of at least ``minimum``."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        kind = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-
-
-@dataclass
-class EnvOptions:
-    """The ``gym.make`` keyword arguments every protocol env takes; each env extends
-    it with its own.  Every field's help is in its metadata (:func:`intbench.options.option`),
-    which ``intbench eval --help`` prints.  The base env validates them when the env is
-    built, so a bad value fails at ``gym.make``, not at the first ``reset``."""
-
-    domain: str | None = option(
-        None,
-        help="problem domain, set by the registered id; an env built from problems of one "
-        "domain may leave it out",
-        flag=False,
-    )
-    student: str | ChatBackend = option(
-        "smollm2", help="model spec or backend of the student", flag=False
-    )
-    source: str = option(
-        "offline", help="where problems come from: offline, hub or a local file", flag=False
-    )
-    split: str | None = option(None, help="the source's split (the domain's default)", flag=False)
-    n: int | None = option(None, help="number of problems (all)", flag=False)
-    data_seed: int = option(0, help="seed of the problem subset", flag=False)
-    problems: Sequence[Problem | dict] | None = option(
-        None, help="an explicit list of Problem (or dicts) instead of a source", flag=False
-    )
-    judge: str | ChatBackend | None = option(
-        None,
-        help="model spec or backend of an LLM judge that verifies answers instead of the "
-        "domain verifier",
-        flag=False,
-    )
-    student_sampling: Mapping[str, Any] | None = option(
-        None,
-        help='the student\'s sampling options, e.g. {"temperature": 0} (T=0.7, top_p=0.95, '
-        "max_tokens the domain's limit: 8,192, ARC 16,000, the embedded smollm2 256)",
-    )
-    student_seed: int = option(
-        0,
-        help="seed of the student's first, cached call; part of the cache key, so every "
-        "teacher shares it per (problem, seed)",
-    )
-    cache_dir: str | None = option(
-        None, help="where student calls are cached ($INTBENCH_CACHE or ~/.cache/intbench)"
-    )
-    variants: str | None = option(
-        None,
-        help="a variant set written by `intbench variants`, for a reward that reads transfer "
-        "on problems not generated offline (generated ones get procedural variants)",
-    )
-    render_mode: str | None = option(None, help="None or 'ansi'", flag=False)
-
-    def __post_init__(self) -> None:
-        if self.domain is None:
-            self.domain = self._problems_domain()
-        if self.render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {self.render_mode!r}")
-
-    def _problems_domain(self) -> str:
-        """The one domain of the given ``problems``: there is no default domain."""
-        domains = {
-            p.domain if isinstance(p, Problem) else p.get("domain") for p in self.problems or ()
-        }
-        domain = domains.pop() if len(domains) == 1 else None
-        if domain is None:
-            raise ValueError("domain is required unless the problems given share one domain")
-        return domain
 
 
 WALL_CLOCK_KEYS = frozenset({"timings", "seconds", "time_s"})

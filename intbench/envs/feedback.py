@@ -50,8 +50,7 @@ record, a read-only mapping without wall-clock times; the full record is
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from gymnasium import spaces
@@ -60,10 +59,7 @@ from intbench.agents.parsing import parse_feedback
 from intbench.envs import flows
 from intbench.envs.common import (
     MAX_MESSAGE,
-    EnvOptions,
     FlowEnv,
-    check_choice,
-    check_count,
     message_action_space,
     output_tokens,
     parse_message_action,
@@ -71,20 +67,16 @@ from intbench.envs.common import (
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.domains.registry import get_domain
+from intbench.envs.env_options import FeedbackOptions
 from intbench.envs.rewards import resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.options import option
 from intbench.records import Attempt, FeedbackTurn
 from intbench.verifiers.leakage import answer_leaked
 
-MODES = ("teacher", "self_refine", "self_feedback", "self_critique")
 SELF_TEMPLATES = {"self_feedback": "feedback_teacher", "self_critique": "feedback_self_critique"}
 """Modes where the student's model writes the feedback -> its prompt: self-feedback gets
 the teacher's prompt (and the teacher's reference access), self-critique a review of
 its own attempt."""
-REFERENCE_KINDS = ("none", "answer", "solution")
-EXECUTION_CONTEXTS = ("structured", "feedback", "traceback", "none")
-EXECUTION_TESTS = ("visible", "all")
 # The feedback paper's teacher sampling (App. A.2: T=1.0, top-p 0.95, the domain's
 # output limit; its student's is STUDENT_DEFAULTS).
 TEACHER_DEFAULTS = {"temperature": 1.0, "top_p": 0.95}
@@ -99,65 +91,6 @@ def history_window(latest: int, history: int) -> range:
     and the teacher's prompts are both built from this window.
     """
     return range(max(latest - history, 1), latest + 1)
-
-
-@dataclass
-class FeedbackOptions(EnvOptions):
-    """The feedback env's ``gym.make`` keyword arguments, besides those of
-    :class:`~intbench.envs.common.EnvOptions` (each field's help is in its metadata)."""
-
-    k_max: int = option(10, help="maximum number of attempts (K)", column="int64")
-    history: int = option(
-        1,
-        help="h, how many turns before the latest one the student and the teacher see "
-        "(feedback paper §3: turns k..n, k = max(n - h, 0)); the task prompt is always kept, "
-        "and so is the teacher's first attempt, which A.8's original teacher prompt carries",
-        column="int64",
-    )
-    teacher_reference: str = option(
-        "none",
-        help="the privileged reference the teacher (never the student) sees: none, answer "
-        "or solution",
-        column="string",
-    )
-    execution_context: str = option(
-        "structured",
-        help="code domains: how test results are shown to the teacher: structured (the "
-        "feedback paper's dense-matrix setting, Table 2), feedback, traceback or none",
-        column="string",
-    )
-    execution_tests: str = option(
-        "visible",
-        help="code domains: which tests' inputs and outputs the execution context may show: "
-        "visible (the problem's examples or a fixed share of its tests; grading still runs "
-        "all) or all (the first failing graded test, as in the feedback paper)",
-    )
-    mode: str = option(
-        "teacher",
-        help="teacher, self_refine, self_feedback (the student's model as its own teacher, "
-        "with the teacher prompt: the matrix diagonal) or self_critique (the student reviews "
-        "its own attempt)",
-    )
-    reward: str | Mapping[str, float] = option(
-        "success",
-        help="a preset (success, auc, teaching, transfer) or a {component: weight} dict",
-    )
-    teacher_sampling: Mapping[str, Any] | None = option(
-        None,
-        help="sampling options of feedback written by the student's model (self_feedback, "
-        "self_critique) and of a model teacher of `intbench eval` (T=1.0, top_p=0.95, the "
-        "domain's limit: 8,192 tokens, ARC 16,000)",
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("mode", self.mode, MODES)
-        check_choice("teacher_reference", self.teacher_reference, REFERENCE_KINDS)
-        check_choice("execution_context", self.execution_context, EXECUTION_CONTEXTS)
-        check_choice("execution_tests", self.execution_tests, EXECUTION_TESTS)
-        resolve_weights(self.reward, "feedback")
-        check_count("k_max", self.k_max, 1)
-        check_count("history", self.history, 0)
 
 
 class FeedbackEnv(FlowEnv):

@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -58,37 +58,23 @@ from intbench.envs import flows
 from intbench.envs.common import (
     MAX_MESSAGE,
     ActionError,
-    EnvOptions,
     FlowEnv,
     attempt_from,
-    check_choice,
     integer_field,
     message_action_space,
     parse_action,
     text_field,
 )
 from intbench.envs.domains.prompting import render_messages
+from intbench.envs.env_options import TEACHER_PROMPTS, MonitorOptions
 from intbench.envs.increments import cut_points, parse_increment
 from intbench.envs.quotes import QuoteMatch, final_answer_start, locate_quote
 from intbench.envs.rewards import monitor_components, resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.options import option
 from intbench.records import Intervention, MonitorStep, Problem
 from intbench.verifiers.leakage import answer_leaked
 
 logger = logging.getLogger(__name__)
-
-CONDITIONS = ("standard", "oracle")
-POST_STRATEGIES = ("continue", "stop")
-TEACHER_PROMPTS = {
-    "paper": "teacher_standard",
-    "v1": "teacher_standard_v1",
-    "v2": "teacher_standard_v2",
-    "append": "teacher_standard_append",
-}
-"""``teacher_prompt`` name -> Standard teacher template: the paper's prompt
-(Int-Bench App. F.2), its two sensitivity-study variations (App. F.8,
-Table 10) and the append-only layout of the paper's prompt."""
 
 MAX_POSITION = 2**31 - 1
 ORACLE_FIELDS: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
@@ -99,53 +85,6 @@ ORACLE_FIELDS: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
 
 VERDICT_CODES = {"incorrect": 0, "correct": 1}
 HIDDEN = 2
-
-
-@dataclass
-class MonitorOptions(EnvOptions):
-    """The monitor env's ``gym.make`` keyword arguments, besides those of
-    :class:`~intbench.envs.common.EnvOptions` (each field's help is in its metadata)."""
-
-    condition: str = option("standard", help="standard or oracle")
-    # The four fields below are export columns in this order.
-    teacher_prompt: str = option(
-        "paper",
-        help="the teacher prompt: paper (the paper's Standard prompt, App. F.2), v1 or v2 (its "
-        "Variations 1 and 2, App. F.8), or append (the paper's prompt with the reference "
-        "before the transcript, so prompts share a growing prefix)",
-        column="string",
-    )
-    post: str = option(
-        "continue",
-        help="after an intervention the student continues its reasoning, or must stop and "
-        "answer at once",
-        column="string",
-    )
-    increment: int | str = option(
-        50,
-        help="the reveal unit: characters (an int), sentence, or tokens:N",
-        column="string",
-    )
-    teacher_access: bool = option(
-        True, help="the teacher sees the reference solution", column="bool"
-    )
-    reward: str | Mapping[str, float] = option(
-        "helpfulness",
-        help="a preset (helpfulness, success, pedagogical, teaching, transfer) or a "
-        "{component: weight} dict; every preset charges for a leaked answer",
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("condition", self.condition, CONDITIONS)
-        check_choice("post", self.post, POST_STRATEGIES)
-        if self.teacher_prompt not in TEACHER_PROMPTS:
-            raise ValueError(
-                f"teacher_prompt must be one of {sorted(TEACHER_PROMPTS)}, "
-                f"got {self.teacher_prompt!r}"
-            )
-        parse_increment(self.increment)
-        self.teacher_access = bool(self.teacher_access)
 
 
 class MonitorEnv(FlowEnv):

@@ -69,8 +69,7 @@ the first accepted one, ``condition`` ``"ideation"``, ``"solo"`` or ``"calibrati
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -82,9 +81,7 @@ from intbench.agents.parsing import strip_think
 from intbench.envs import flows
 from intbench.envs.common import (
     MAX_MESSAGE,
-    EnvOptions,
     FlowEnv,
-    check_count,
     message_action_space,
     parse_message_action,
     reset_options,
@@ -92,9 +89,9 @@ from intbench.envs.common import (
 )
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.domains.registry import get_domain
+from intbench.envs.env_options import TutorOptions
 from intbench.envs.rewards import resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
-from intbench.options import option
 from intbench.records import Attempt, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
 from intbench.tutor.elo import EloTable, config_for
@@ -108,69 +105,6 @@ NOT_ACCEPTED = "not accepted"
 # Ideation messages and notes are short; a long one is cut rather than waited for.
 IDEATION_MAX_TOKENS = 256
 CHECKER_DEFAULTS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 128}
-
-
-@dataclass
-class TutorOptions(EnvOptions):
-    """The tutor env's ``gym.make`` keyword arguments, besides those of
-    :class:`~intbench.envs.common.EnvOptions` (each field's help is in its metadata).
-    ``student_seed`` seeds the first phase-2 submission, cached and shared by every
-    episode with the same solve prompt."""
-
-    ideation_turns: int = option(3, help="teacher messages in phase 1; 0 is the solo condition")
-    checker: str | ChatBackend | None = option(
-        None,
-        help="model spec or backend of the LLM checker (KITE §3: a secondary model withholds "
-        "flagged messages), or rules; none: the run's judge model when one is configured, "
-        "else rules, the offline fallback (summary.json names the one used)",
-    )
-    submissions: int | None = option(
-        None, help="phase-2 submission budget (none: 10 for code domains, else 5)"
-    )
-    notes: bool = option(
-        False, help="the student keeps a plan in its own words for phase 2 (KITE allows none)"
-    )
-    solo_tries: int | None = option(
-        3,
-        help="independent zero-shot tries of a solo episode, solved if any is correct (KITE "
-        "§4.2: 1 of 3); none: phase 2's submissions",
-    )
-    checker_sampling: Mapping[str, Any] | None = option(
-        None, help="sampling options of the LLM checker (greedy, 128 tokens)"
-    )
-    elo_selection: bool = option(
-        False, help="draw problems by the student's Elo rating and update it"
-    )
-    calibration_tasks: int = option(
-        5, help="solo episodes that calibrate the rating first (KITE: 5)"
-    )
-    reward: str | Mapping[str, float] = option(
-        "success", help="a preset (success, teaching, transfer) or a {component: weight} dict"
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_count("ideation_turns", self.ideation_turns, 0)
-        check_count("calibration_tasks", self.calibration_tasks, 0)
-        resolve_weights(self.reward, "tutor")
-        self.elo_selection = bool(self.elo_selection)
-        self.notes = bool(self.notes)
-        if self.submissions is not None:
-            check_count("submissions", self.submissions, 1)
-        if self.solo_tries is not None:
-            check_count("solo_tries", self.solo_tries, 1)
-        checker = self.checker
-        if checker is not None and (
-            checker == "" or not (isinstance(checker, str) or hasattr(checker, "generate"))
-        ):
-            raise ValueError(f"checker must be 'rules', a model spec or a backend, got {checker!r}")
-
-    @property
-    def resolved_checker(self) -> str | ChatBackend:
-        """The checker used: the one named, else the judge model, else the rules."""
-        if self.checker is not None:
-            return self.checker
-        return "rules" if self.judge is None else self.judge
 
 
 class TutorEnv(FlowEnv):

@@ -7,8 +7,22 @@ participant's clicks and written to the run directory ``DIR`` with
 teachers.  Needs the ``human`` extra (Flask, waitress).
 """
 
-from intbench.human.service import ActionError, AlreadyDone, Study
-from intbench.human.study import ProblemView, StudyConfig, play_trial, warm_up
+from intbench.lazy import lazy_attributes
+
+# Loaded on first access: the CLI reads StudyConfig's fields to build `serve`'s
+# flags, and every command would otherwise import the study's service too.
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "ActionError": "intbench.human.service",
+        "AlreadyDone": "intbench.human.service",
+        "Study": "intbench.human.service",
+        "ProblemView": "intbench.human.study",
+        "StudyConfig": "intbench.human.study",
+        "play_trial": "intbench.human.study",
+        "warm_up": "intbench.human.study",
+    },
+)
 
 __all__ = [
     "ActionError",

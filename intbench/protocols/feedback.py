@@ -31,7 +31,7 @@ SPEC = register_protocol(
         id_tag="-Feedback",
         entry_point="intbench.envs.feedback:FeedbackEnv",
         vector_entry_point="intbench.envs.vector:batched_feedback",
-        options="intbench.envs.feedback:FeedbackOptions",
+        options="intbench.envs.env_options:FeedbackOptions",
         title="the feedback protocol",
         teacher_templates=("feedback_teacher",),
         # The feedback paper's teacher (App. A.2); the runner passes the env's own

@@ -49,7 +49,7 @@ SPEC = register_protocol(
         id_tag="",
         entry_point="intbench.envs.monitor:MonitorEnv",
         vector_entry_point="intbench.envs.vector:batched_monitor",
-        options="intbench.envs.monitor:MonitorOptions",
+        options="intbench.envs.env_options:MonitorOptions",
         title="the monitor protocol",
         teacher_templates=(
             "teacher_standard",

@@ -9,17 +9,27 @@
 * :func:`train` runs any of them from a :class:`TrainConfig` (``intbench train``).
 """
 
-from intbench.training.config import TrainConfig, load_config
-from intbench.training.feedback import FeedbackRollout, feedback_reward
-from intbench.training.monitor import (
-    MonitorReward,
-    decision_action,
-    monitor_format_reward,
-    monitor_rewards,
-    monitor_states,
+from intbench.lazy import lazy_attributes
+
+# Loaded on first access: the CLI reads TrainConfig's fields to build its flags, and
+# every command would otherwise import the trainers too.
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "TrainConfig": "intbench.training.config",
+        "load_config": "intbench.training.config",
+        "FeedbackRollout": "intbench.training.feedback",
+        "feedback_reward": "intbench.training.feedback",
+        "MonitorReward": "intbench.training.monitor",
+        "decision_action": "intbench.training.monitor",
+        "monitor_format_reward": "intbench.training.monitor",
+        "monitor_rewards": "intbench.training.monitor",
+        "monitor_states": "intbench.training.monitor",
+        "FILTERS": "intbench.training.sft",
+        "sft_dataset": "intbench.training.sft",
+        "train": "intbench.training.trainer",
+    },
 )
-from intbench.training.sft import FILTERS, sft_dataset
-from intbench.training.trainer import train
 
 __all__ = [
     "FILTERS",

@@ -1,37 +1,50 @@
 """Backend for any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, APIs).
 
-A batch becomes many requests in flight at once (at most ``concurrency``),
-sent by an aiohttp session that lives on a private event-loop thread, so
-callers stay synchronous and the connection pool survives between batches.
+A batch becomes many requests in flight at once (at most ``concurrency``), each a
+blocking HTTP/1.1 exchange of the standard library's ``http.client`` in a thread
+(the caller's own for a batch of one), over connections kept alive between
+batches, so callers stay synchronous.  The standard library rather than an async
+client: importing aiohttp took 0.14 s, a third of a short run's setup.  The
+threads cost more CPU per request at high concurrency (about 5 rather than
+4 ms per feedback episode at 64 in flight) and less at one in flight
+(``benchmarks/feedback_overhead.py``).
 
 Failures: 429, 408, 409, 5xx, timeouts, connection errors and malformed
 replies (a body that is not a chat completion: bad JSON, an HTML page,
 missing or mistyped fields; a :class:`MalformedReply` naming the URL and
 quoting the body) are retried with exponential backoff and jitter
-(``Retry-After`` is honoured); other 4xx errors are not.  Each attempt is bounded by ``timeout`` and each ``generate`` call by
-an overall ``deadline``, so a call never hangs.  A request that still fails
-returns a Completion with ``finish_reason="error"`` and ``error`` naming the
-server and the last failure, so the other requests of its batch keep their
-answers (an env records such an episode as failed, and a resumed run retries
-it); with ``raise_on_error=True`` the call raises :class:`BackendError` with
-``raise_on_error=True``.
+(``Retry-After`` is honoured); other 4xx errors are not.  Each attempt is
+bounded by ``timeout`` (seconds without progress on the connection) and each
+``generate`` call by an overall ``deadline``, so a call never hangs.  A request
+that still fails returns a Completion with ``finish_reason="error"`` and
+``error`` naming the server and the last failure, so the other requests of its
+batch keep their answers (an env records such an episode as failed, and a
+resumed run retries it); with ``raise_on_error=True`` the call raises
+:class:`BackendError`.
 
-The API key comes from ``api_key``, else ``INTBENCH_API_KEY``, else
-``OPENAI_API_KEY``, else a dummy key (local servers usually ignore it).
+``HTTP(S)_PROXY`` and ``NO_PROXY`` are honoured as other HTTP clients read
+them (credentials in the proxy URL, else ``~/.netrc``).  The API key comes from
+``api_key``, else ``INTBENCH_API_KEY``, else ``OPENAI_API_KEY``, else a dummy
+key (local servers usually ignore it).
 """
 
 from __future__ import annotations
 
-import asyncio
+import base64
+import http.client
 import json
 import math
 import os
 import random
 import re
+import ssl
 import threading
+import time
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_all
 from typing import Any
-
-import aiohttp
 
 from intbench.agents.backends.base import BackendError, BaseBackend
 from intbench.agents.base import Completion, Conversation, SamplingParams
@@ -39,6 +52,9 @@ from intbench.agents.base import Completion, Conversation, SamplingParams
 RETRY_STATUSES = frozenset({408, 409, 429})
 DUMMY_KEY = "sk-intbench-no-key"
 _TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://\S+)$")
+# How long past its deadline a batch waits for a request stuck where no timeout
+# reaches (a name lookup) before reporting it as failed.
+STUCK_GRACE_S = 10.0
 
 
 def parse_openai_target(target: str) -> tuple[str, str | None]:
@@ -81,17 +97,99 @@ class MalformedReply(RequestFailure):
         )
 
 
-def _env_proxy(url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
-    """The proxy that HTTP(S)_PROXY / NO_PROXY (and ~/.netrc for its credentials)
-    give for ``url``, as other HTTP clients use them; ``(None, None)`` for none."""
-    from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
+class _InvalidURL(ValueError):
+    pass
 
-    try:
-        proxy, auth = get_env_proxy_for_url(URL(url))
-    except (LookupError, ValueError):  # no proxy, or a bad URL that the request reports
-        return None, None
-    return str(proxy), auth
+
+def _env_proxy(url: urllib.parse.SplitResult) -> urllib.parse.SplitResult | None:
+    """The proxy that ``HTTP(S)_PROXY`` / ``NO_PROXY`` give for ``url``, or ``None``."""
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(url.scheme)
+    if not proxy or urllib.request.proxy_bypass(url.netloc):
+        return None
+    if "://" not in proxy:
+        proxy = "http://" + proxy
+    return urllib.parse.urlsplit(proxy)
+
+
+def _proxy_authorization(proxy: urllib.parse.SplitResult) -> dict[str, str]:
+    """``Proxy-Authorization`` from the proxy URL's credentials, else ``~/.netrc``'s."""
+    user, password = proxy.username, proxy.password
+    if user is None:
+        import netrc
+
+        try:
+            found = netrc.netrc().authenticators(proxy.hostname or "")
+        except (OSError, netrc.NetrcParseError):
+            found = None
+        if found is None:
+            return {}
+        user, _, password = found
+    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password or '')}"
+    return {"Proxy-Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+
+
+class _Route:
+    """Where a URL's requests go (the server, or a proxy in front of it) and keep-alive
+    connections there, shared by every thread of the backend."""
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+            parts = parts._replace(netloc="")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise _InvalidURL(url)
+        self.https = parts.scheme == "https"
+        # the port always given: http.client would read an IPv6 host's last group as one
+        self.host, self.port = parts.hostname, port or (443 if self.https else 80)
+        self.target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        self.headers: dict[str, str] = {}
+        self.proxy = _env_proxy(parts)
+        if self.proxy is not None:
+            if not self.proxy.hostname:
+                raise _InvalidURL(self.proxy.geturl())
+            self.headers = _proxy_authorization(self.proxy)
+            if not self.https:  # a plain-HTTP proxy takes the whole URL
+                self.target = url
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._context: ssl.SSLContext | None = None
+
+    def take(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection, and whether it was used before (a kept-alive one the server
+        may have closed since)."""
+        if not fresh:
+            with self._lock:
+                if self._idle:
+                    return self._idle.pop(), True
+        return self._connect(), False
+
+    def give_back(self, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._idle.append(connection)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        host, port = self.host, self.port
+        if self.proxy is not None:
+            host = self.proxy.hostname or ""
+            port = self.proxy.port or (443 if self.proxy.scheme == "https" else 80)
+        if not self.https:
+            return http.client.HTTPConnection(host, port)
+        if self._context is None:  # made once: loading the CA store takes ~20 ms
+            self._context = ssl.create_default_context()
+        connection = http.client.HTTPSConnection(host, port, context=self._context)
+        if self.proxy is not None:  # a tunnel through the proxy to the server
+            connection.set_tunnel(self.host, self.port, headers=self.headers)
+        return connection
 
 
 class OpenAIBackend(BaseBackend):
@@ -145,23 +243,18 @@ class OpenAIBackend(BaseBackend):
         self.deadline = deadline
         self.raise_on_error = raise_on_error
         self.extra_body = extra_body
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="intbench-openai-loop", daemon=True
-        )
-        self._thread.start()
         self._url = self.base_url.rstrip("/") + "/chat/completions"
         self._headers = {
             "Authorization": f"Bearer {_api_key(api_key)}",
             "Content-Type": "application/json",
         }
-        self._session: aiohttp.ClientSession | None = None  # made on the loop, at first use
-        self._proxy: str | None = None
-        self._proxy_auth: aiohttp.BasicAuth | None = None
-        self._closed = False
+        self._route: _Route | None = None  # the proxy is looked up once, at first use
+        self._lock = threading.Lock()  # makes the route and the threads once
         # One bound on requests in flight for the backend, shared by every batch,
         # so batches from several threads run together within the limit.
-        self._in_flight = asyncio.Semaphore(concurrency)
+        self._in_flight = threading.BoundedSemaphore(concurrency)
+        self._threads: ThreadPoolExecutor | None = None
+        self._closed = False
 
     def batch_deadline(self, n_requests: int) -> float:
         """Seconds a ``generate`` call of ``n_requests`` may take at most."""
@@ -176,12 +269,11 @@ class OpenAIBackend(BaseBackend):
         if self._closed:
             raise BackendError(f"{self.spec}: backend is closed")
         budget = self.batch_deadline(len(batch))
-        future = asyncio.run_coroutine_threadsafe(
-            self._run_batch(batch, params, budget), self._loop
-        )
-        # The coroutine enforces the deadline itself; this outer bound only
-        # guards against a stuck event loop.
-        completions = future.result(timeout=budget + 10.0)
+        deadline_at = time.monotonic() + budget
+        if len(batch) == 1:
+            completions = [self._one(batch[0], params, deadline_at, budget)]
+        else:
+            completions = self._in_threads(batch, params, deadline_at, budget)
         if self.raise_on_error:
             failed = [c.error for c in completions if c.error]
             if failed:
@@ -190,51 +282,61 @@ class OpenAIBackend(BaseBackend):
                 )
         return completions, sum(c.prompt_tokens for c in completions)
 
-    async def _run_batch(
-        self, batch: list[Conversation], params: SamplingParams, budget: float
+    def _in_threads(
+        self, batch: list[Conversation], params: SamplingParams, deadline_at: float, budget: float
     ) -> list[Completion]:
-        limit = self._in_flight
-        deadline_at = self._loop.time() + budget
-
-        async def one(conversation: Conversation) -> Completion:
-            try:
-                return await asyncio.wait_for(
-                    self._request_with_retries(conversation, params, limit, deadline_at), budget
+        with self._lock:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(
+                    self.concurrency, thread_name_prefix="intbench-openai"
                 )
-            except asyncio.TimeoutError:
-                return self._error(f"deadline of {budget:.1f}s for the batch passed")
-
-        # Per-request results: an unexpected exception (a cancelled request too) costs
-        # only its own request.
-        results = await asyncio.gather(*(one(c) for c in batch), return_exceptions=True)
-        return [
-            self._error(f"unexpected {type(r).__name__}: {r}")
-            if isinstance(r, BaseException)
-            else r
-            for r in results
+        futures = [
+            self._threads.submit(self._one, conversation, params, deadline_at, budget)
+            for conversation in batch[1:]
+        ]
+        first = self._one(batch[0], params, deadline_at, budget)  # sent by the caller's thread
+        # Every request ends by its deadline; this outer bound only guards against a
+        # request stuck where no timeout reaches.
+        wait_for_all(futures, timeout=deadline_at - time.monotonic() + STUCK_GRACE_S)
+        return [first] + [
+            future.result()
+            if future.done()
+            else self._error(f"deadline of {budget:.1f}s for the batch passed")
+            for future in futures
         ]
 
-    async def _request_with_retries(
-        self,
-        conversation: Conversation,
-        params: SamplingParams,
-        limit: asyncio.Semaphore,
-        deadline_at: float,
+    def _one(
+        self, conversation: Conversation, params: SamplingParams, deadline_at: float, budget: float
     ) -> Completion:
+        try:
+            return self._request_with_retries(conversation, params, deadline_at, budget)
+        except Exception as exc:  # noqa: BLE001 - costs only this request its result
+            return self._error(f"unexpected {type(exc).__name__}: {exc}")
+
+    def _request_with_retries(
+        self, conversation: Conversation, params: SamplingParams, deadline_at: float, budget: float
+    ) -> Completion:
+        body = self._body(conversation, params)
         attempts = 0
         while True:
-            async with limit:
-                try:
-                    return await self._request(conversation, params)
-                except RequestFailure as failure:
-                    last = failure
+            left = deadline_at - time.monotonic()
+            if left <= 0 or not self._in_flight.acquire(timeout=left):
+                return self._error(f"deadline of {budget:.1f}s for the batch passed")
+            try:
+                return self._request(body, min(self.timeout, deadline_at - time.monotonic()))
+            except RequestFailure as failure:
+                last = failure
+            finally:
+                self._in_flight.release()
             attempts += 1
+            if time.monotonic() >= deadline_at:
+                return self._error(f"deadline of {budget:.1f}s for the batch passed")
             if not last.retryable or attempts > self.max_retries:
                 break
             delay = self._delay(attempts, last.retry_after)
-            if self._loop.time() + delay >= deadline_at:
+            if time.monotonic() + delay >= deadline_at:
                 break
-            await asyncio.sleep(delay)
+            time.sleep(delay)
         return self._error(f"{last} (after {attempts} attempt{'s' * (attempts > 1)})")
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
@@ -246,7 +348,7 @@ class OpenAIBackend(BaseBackend):
             delay = max(delay, min(retry_after, self.max_backoff))
         return delay
 
-    async def _request(self, conversation: Conversation, params: SamplingParams) -> Completion:
+    def _body(self, conversation: Conversation, params: SamplingParams) -> bytes:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": conversation,
@@ -262,24 +364,19 @@ class OpenAIBackend(BaseBackend):
             body["logprobs"] = True
         if self.extra_body:
             body.update(self.extra_body)
+        return json.dumps(body).encode()
+
+    def _request(self, body: bytes, timeout: float) -> Completion:
         try:
-            async with self._client().post(
-                self._url,
-                data=json.dumps(body),
-                headers=self._headers,
-                proxy=self._proxy,
-                proxy_auth=self._proxy_auth,
-            ) as response:
-                text = await response.text(errors="replace")
-                status, headers = response.status, response.headers
-        except asyncio.TimeoutError:
-            raise RequestFailure(f"no answer within {self.timeout:.1f}s", retryable=True) from None
-        except aiohttp.InvalidURL:  # a typo in the spec: retrying cannot help
+            status, text, headers = self._exchange(body, max(timeout, 1e-3))
+        except _InvalidURL as exc:  # a typo in the spec: retrying cannot help
             raise RequestFailure(
-                f"invalid URL {self._url!r}: expected http(s)://host[:port]/v1", retryable=False
+                f"invalid URL {str(exc)!r}: expected http(s)://host[:port]/v1", retryable=False
             ) from None
-        except aiohttp.ClientError as exc:
-            raise RequestFailure(f"connection error: {exc}", retryable=True) from None
+        except TimeoutError:
+            raise RequestFailure(f"no answer within {timeout:.1f}s", retryable=True) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise RequestFailure(f"connection error: {exc!r}", retryable=True) from None
         if status >= 400:
             raise RequestFailure(
                 f"HTTP {status}: {_short(_error_detail(text))}",
@@ -288,22 +385,43 @@ class OpenAIBackend(BaseBackend):
             )
         return parse_completion(text, self._url)
 
-    def _client(self) -> aiohttp.ClientSession:
-        # A plain aiohttp session rather than an SDK client: with many requests in
-        # flight the SDK's per-request work cost more CPU than everything else the
-        # runner does (benchmarks/runner_throughput.py). Our bound on requests in
-        # flight is the semaphore, so the pool only keeps connections alive.
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-                connector=aiohttp.TCPConnector(limit=0),
-                # The proxy is looked up once (_env_proxy): with trust_env each request
-                # re-read the proxy variables and ~/.netrc in a worker thread, about a
-                # tenth of the runner's CPU per episode.
-                trust_env=False,
-            )
-            self._proxy, self._proxy_auth = _env_proxy(self._url)
-        return self._session
+    def _exchange(self, body: bytes, timeout: float) -> tuple[int, str, Any]:
+        """One POST: the status, the body as text and the headers.  A kept-alive
+        connection the server has closed meanwhile is replaced once, at no attempt's cost."""
+        route = self._routed()
+        headers = {**self._headers, **(route.headers if not route.https else {})}
+        for fresh in (False, True):
+            connection, reused = route.take(fresh)
+            connection.timeout = timeout
+            if connection.sock is not None:
+                connection.sock.settimeout(timeout)
+            try:
+                connection.request("POST", route.target, body, headers)
+                response = connection.getresponse()
+                data = response.read()
+            except (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine):
+                connection.close()
+                if reused:
+                    continue
+                raise
+            except BaseException:
+                connection.close()
+                raise
+            if response.will_close:
+                connection.close()
+            else:
+                route.give_back(connection)
+            return response.status, data.decode("utf-8", errors="replace"), response.headers
+        raise AssertionError("unreachable: a fresh connection either answers or raises")
+
+    def _routed(self) -> _Route:
+        with self._lock:
+            if self._route is None:
+                try:
+                    self._route = _Route(self._url)
+                except _InvalidURL:
+                    raise _InvalidURL(self._url) from None
+            return self._route
 
     def _error(self, message: str) -> Completion:
         return Completion(
@@ -311,34 +429,21 @@ class OpenAIBackend(BaseBackend):
         )
 
     def close(self) -> None:
-        """Close the HTTP session and stop the event-loop thread (idempotent)."""
+        """Stop the request threads and close the idle connections (idempotent)."""
         if self._closed:
             return
         self._closed = True
-
-        async def close_session() -> None:
-            if self._session is not None:
-                await self._session.close()
-
-        try:
-            asyncio.run_coroutine_threadsafe(close_session(), self._loop).result(timeout=10)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            self._loop.close()
-
-    def __del__(self) -> None:
-        # Best effort for backends that were never closed explicitly.
-        if not getattr(self, "_closed", True) and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+        if self._route is not None:
+            self._route.close()
 
 
 def parse_completion(body: str, url: str) -> Completion:
     """The Completion in a chat-completions reply body, else :class:`MalformedReply`.
 
-    The body is checked field by field rather than trusted to the client's
-    lenient models, so any malformed reply fails here, retryably, and names
-    what is wrong.
+    The body is checked field by field, so any malformed reply fails here,
+    retryably, and names what is wrong.
     """
     try:
         reply = json.loads(body)
