@@ -80,7 +80,7 @@ def test_an_unexpected_error_is_one_line_unless_debug(tmp_path, monkeypatch, cap
     parser = cli.build_parser()
     for command in parser._subparsers._group_actions[0].choices.values():
         command.set_defaults(func=explode)
-    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(cli, "build_parser", lambda command=None: parser)
     assert cli.main(["report", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.strip() == "error: RuntimeError: backend exploded (rerun with --debug for details)"
@@ -226,8 +226,41 @@ def test_only_the_program_freezes_its_objects_for_the_collector(tmp_path, capsys
     assert int(frozen.stdout.split()[-1]) > 0
 
 
+def test_an_eval_ends_without_teardown_once_its_files_and_exit_handlers_are_done(tmp_path):
+    """The program ends an eval right after its exit handlers run (no interpreter
+    teardown): its output is flushed, its files complete, its status kept, and code that
+    follows ``main()`` in the program never runs; other commands return as usual."""
+    marker, out = tmp_path / "handler-ran", tmp_path / "run"
+    argv = [
+        "eval", "--env", "IntBench-Math-v0", "--teacher", "at:0.5", "-n", "3",
+        "--student", "scripted:tests.scripted_students:slow", "--out", str(out), "--no-progress",
+    ]  # fmt: skip
+    program = (
+        "import atexit, pathlib, sys; from intbench.cli import main; "
+        f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'ran'); "
+        "sys.argv[1:] = sys.argv[2:]; status = main(); print('returned', status)"
+    )
+    env = dict(os.environ, INTBENCH_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    ran = subprocess.run(
+        [sys.executable, "-c", program, "--", *argv],
+        capture_output=True, text=True, env=env, cwd=ROOT,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "returned" not in ran.stdout
+    assert "3 episode(s) run" in ran.stdout
+    assert ran.stdout.rstrip().endswith("H above 0.")  # the summary's last line, flushed
+    assert marker.read_text() == "ran"
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 3
+    assert not list(out.glob("*.lock")) and not list(out.glob("*.tmp"))
+    listed = subprocess.run(
+        [sys.executable, "-c", program, "--", "data", "list"],
+        capture_output=True, text=True, env=env, cwd=ROOT,
+    )  # fmt: skip
+    assert listed.stdout.strip().endswith("returned 0"), listed.stderr
+
+
 def test_the_parser_is_built_without_the_envs_trainers_or_study():
-    """Every command builds the whole parser first; its flags come from option
+    """Help and an unknown command build the whole parser; its flags come from option
     dataclasses, so building it must not import what only some commands run."""
     program = (
         "import sys; from intbench.cli import build_parser; build_parser(); "
@@ -246,3 +279,43 @@ def test_the_parser_is_built_without_the_envs_trainers_or_study():
     }
     assert heavy.isdisjoint(loaded), sorted(heavy & set(loaded))
     assert "intbench.envs.env_options" in loaded
+
+
+def test_a_command_line_builds_only_its_own_commands_parser():
+    """A run builds the parser of its command's module only; the table that names each
+    command's module matches what the modules define, and the global flags are those
+    the command's name is looked for after."""
+    from intbench import cli
+
+    whole = cli.build_parser()
+    [commands] = whole._subparsers._group_actions
+    assert set(commands.choices) == set(cli.COMMAND_MODULES)
+    for name, module in cli.COMMAND_MODULES.items():
+        [own] = cli.build_parser(name)._subparsers._group_actions
+        assert name in own.choices
+        siblings = {other for other, where in cli.COMMAND_MODULES.items() if where == module}
+        assert set(own.choices) == siblings
+        assert own.choices[name].format_help() == commands.choices[name].format_help()
+    flags = {flag for action in whole._actions for flag in action.option_strings}
+    assert flags - {"-h", "--help"} == set(cli.GLOBAL_FLAGS)
+    assert cli.command_named(["--debug", "-v", "eval", "--env", "x"]) == "eval"
+    assert cli.command_named(["--help"]) == "--help"  # not a command: the whole parser
+    assert cli.command_named([]) is None
+    program = (
+        "import sys; from intbench.cli import build_parser; build_parser('eval'); "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    ).stdout.split()
+    others = {m for m in cli.COMMAND_MODULES.values() if m != "intbench.commands.eval"}
+    assert others.isdisjoint(loaded), sorted(others & set(loaded))
+
+
+def test_an_unknown_command_is_refused_with_the_list_of_commands():
+    result = subprocess.run(
+        [sys.executable, "-m", "intbench.cli", "evl"], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert "invalid choice: 'evl'" in result.stderr
+    assert "eval" in result.stderr and "train" in result.stderr

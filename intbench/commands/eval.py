@@ -118,7 +118,7 @@ def add_parser(subparsers) -> None:
     run.add_argument(
         "--out", required=True, type=Path, help="run directory (episodes, config, problems)"
     )
-    run.set_defaults(func=_eval)
+    run.set_defaults(func=_eval, exit_without_teardown=True)
 
     grid = subparsers.add_parser(
         "matrix",
@@ -138,7 +138,7 @@ def add_parser(subparsers) -> None:
         help="(student, teacher) runs in flight at once, each with --concurrency episodes; "
         "they share each model backend and its bound on requests in flight (default 4)",
     )
-    grid.set_defaults(func=_matrix)
+    grid.set_defaults(func=_matrix, exit_without_teardown=True)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

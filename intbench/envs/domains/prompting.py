@@ -89,7 +89,25 @@ class _DomainEnvironment(jinja2.Environment):
 
 
 class _DomainLoader(jinja2.BaseLoader):
-    """Loads ``<domain>/<file>``: the domain's override, its answer format, or the generic file."""
+    """Loads ``<domain>/<file>``: the domain's override, its answer format, or the generic file.
+
+    Each file is parsed once: the tree is compiled, and what it reads (undeclared
+    variables, included files) is kept in :attr:`reads` for :func:`_variables_read`."""
+
+    def __init__(self) -> None:
+        self.reads: dict[str, tuple[set[str], list[str | None]]] = {}
+
+    def load(self, environment: jinja2.Environment, name: str, globals=None) -> jinja2.Template:
+        source, filename, uptodate = self.get_source(environment, name)
+        tree = environment.parse(source, name, filename)
+        self.reads[name] = (
+            jinja2.meta.find_undeclared_variables(tree),
+            list(jinja2.meta.find_referenced_templates(tree)),
+        )
+        code = environment.compile(tree, name, filename)
+        return environment.template_class.from_code(
+            environment, code, environment.make_globals(globals), uptodate
+        )
 
     def get_source(self, environment: jinja2.Environment, template: str):
         domain, _, filename = template.partition("/")
@@ -172,7 +190,7 @@ def _variables_read(domain: str, filename: str) -> tuple[str, ...] | None:
     ``None`` when an include's name is computed (then nothing is known)."""
     env = get_environment()
     loader = env.loader
-    assert loader is not None  # get_environment() always sets one
+    assert isinstance(loader, _DomainLoader)  # get_environment() always sets one
     names: set[str] = set()
     todo, seen = [f"{domain}/{filename}"], set()
     while todo:
@@ -181,14 +199,15 @@ def _variables_read(domain: str, filename: str) -> tuple[str, ...] | None:
             continue
         seen.add(name)
         try:
-            ast = env.parse(loader.get_source(env, name)[0])
+            env.get_template(name)  # compiled once, for this and every render
         except (jinja2.TemplateNotFound, jinja2.TemplateSyntaxError):
             return None  # rendering reports it
-        names |= jinja2.meta.find_undeclared_variables(ast)
-        for included in jinja2.meta.find_referenced_templates(ast):
-            if included is None:
+        variables, included = loader.reads[name]
+        names |= variables
+        for each in included:
+            if each is None:
                 return None
-            todo.append(env.join_path(included, name))
+            todo.append(env.join_path(each, name))
     return tuple(sorted(names - {"domain"}))
 
 
