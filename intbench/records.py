@@ -44,9 +44,9 @@ def __getattr__(name: str) -> Any:
 
 def _from_known_fields(cls, data: dict) -> Any:
     """Build a dataclass from a dict, refusing unknown keys (typos are bugs)."""
-    unknown = data.keys() - _field_set(cls)
-    if unknown:
-        raise ValueError(f"{cls.__name__}: unknown field(s) {sorted(unknown)}")
+    fields = _field_set(cls)
+    if not fields.issuperset(data):
+        raise ValueError(f"{cls.__name__}: unknown field(s) {sorted(data.keys() - fields)}")
     return cls(**data)
 
 
