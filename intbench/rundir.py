@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from intbench.cache import flush_cache_writes
 from intbench.records import Episode, Problem
 
 logger = logging.getLogger(__name__)
@@ -338,8 +339,10 @@ class EpisodeLog:
             self.sync()
 
     def sync(self) -> None:
-        """fsync what was appended since the last sync."""
+        """fsync what was appended since the last sync, once the cache entries put
+        meanwhile (the students' answers behind these records) are written too."""
         if self._fd is not None and self._unsynced:
+            flush_cache_writes()
             with _writing(self.path):
                 os.fsync(self._fd)
         self._unsynced = 0
