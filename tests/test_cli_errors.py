@@ -259,16 +259,23 @@ def test_an_eval_ends_without_teardown_once_its_files_and_exit_handlers_are_done
     assert listed.stdout.strip().endswith("returned 0"), listed.stderr
 
 
+def modules_after_building(arguments: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after ``build_parser(arguments)``."""
+    program = (
+        f"import sys; from intbench.cli import build_parser; build_parser({arguments}); "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    return set(
+        subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+
+
 def test_the_parser_is_built_without_the_envs_trainers_or_study():
     """Help and an unknown command build the whole parser; its flags come from option
     dataclasses, so building it must not import what only some commands run."""
-    program = (
-        "import sys; from intbench.cli import build_parser; build_parser(); "
-        "print(' '.join(sorted(sys.modules)))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, check=True
-    ).stdout.split()
+    loaded = modules_after_building("")
     heavy = {
         "intbench.envs.monitor",
         "intbench.envs.feedback",
@@ -277,7 +284,7 @@ def test_the_parser_is_built_without_the_envs_trainers_or_study():
         "intbench.training.monitor",
         "intbench.human.service",
     }
-    assert heavy.isdisjoint(loaded), sorted(heavy & set(loaded))
+    assert heavy.isdisjoint(loaded), sorted(heavy & loaded)
     assert "intbench.envs.env_options" in loaded
 
 
@@ -301,15 +308,9 @@ def test_a_command_line_builds_only_its_own_commands_parser():
     assert cli.command_named(["--debug", "-v", "eval", "--env", "x"]) == "eval"
     assert cli.command_named(["--help"]) == "--help"  # not a command: the whole parser
     assert cli.command_named([]) is None
-    program = (
-        "import sys; from intbench.cli import build_parser; build_parser('eval'); "
-        "print(' '.join(sorted(sys.modules)))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, check=True
-    ).stdout.split()
+    loaded = modules_after_building("'eval'")
     others = {m for m in cli.COMMAND_MODULES.values() if m != "intbench.commands.eval"}
-    assert others.isdisjoint(loaded), sorted(others & set(loaded))
+    assert others.isdisjoint(loaded), sorted(others & loaded)
 
 
 def test_an_unknown_command_is_refused_with_the_list_of_commands():
