@@ -227,9 +227,10 @@ def test_only_the_program_freezes_its_objects_for_the_collector(tmp_path, capsys
 
 
 def test_an_eval_ends_without_teardown_once_its_files_and_exit_handlers_are_done(tmp_path):
-    """The program ends an eval right after its exit handlers run (no interpreter
-    teardown): its output is flushed, its files complete, its status kept, and code that
-    follows ``main()`` in the program never runs; other commands return as usual."""
+    """The program ends an eval (or a report) right after its exit handlers run (no
+    interpreter teardown): its output is flushed, its files complete, its status kept,
+    and code that follows ``main()`` in the program never runs; other commands return
+    as usual."""
     marker, out = tmp_path / "handler-ran", tmp_path / "run"
     argv = [
         "eval", "--env", "IntBench-Math-v0", "--teacher", "at:0.5", "-n", "3",
@@ -252,6 +253,12 @@ def test_an_eval_ends_without_teardown_once_its_files_and_exit_handlers_are_done
     assert marker.read_text() == "ran"
     assert len((out / "episodes.jsonl").read_text().splitlines()) == 3
     assert not list(out.glob("*.lock")) and not list(out.glob("*.tmp"))
+    reported = subprocess.run(
+        [sys.executable, "-c", program, "--", "report", str(out), "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, env=env, cwd=ROOT,
+    )  # fmt: skip
+    assert reported.returncode == 0, reported.stderr
+    assert "returned" not in reported.stdout and (tmp_path / "r" / "report.html").is_file()
     listed = subprocess.run(
         [sys.executable, "-c", program, "--", "data", "list"],
         capture_output=True, text=True, env=env, cwd=ROOT,

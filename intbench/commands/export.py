@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
         "--private", action="store_true", help="create the hub repo private (with --push-to-hub)"
     )
     add_samples_option(parser, " in the card")
-    parser.set_defaults(func=run_export)
+    parser.set_defaults(func=run_export, exit_without_teardown=True)
 
 
 def run_export(args: argparse.Namespace) -> int:

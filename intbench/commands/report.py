@@ -26,7 +26,7 @@ def add_parser(subparsers: Any) -> None:
         "--out", default=None, metavar="OUTDIR", help="output directory (default: first DIR/report)"
     )
     add_samples_option(parser)
-    parser.set_defaults(func=run_report)
+    parser.set_defaults(func=run_report, exit_without_teardown=True)
 
 
 def run_report(args: argparse.Namespace) -> int:
