@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from intbench.agents.backends import shared_backend
-from intbench.cache import stable_hash
+from intbench.cache import flush_cache_writes, stable_hash
 from intbench.envs.engine import Engine, episode_program
 from intbench.envs.registration import protocol_of
 from intbench.extras import require
@@ -566,6 +566,7 @@ def _play_shard(config_dict: dict, keys: list[str], concurrency: int, timeout_s,
         results.put(("episode", record.to_dict()))
 
     _play(config, first, first.problems, teacher, keys, concurrency, timeout_s, keep)
+    flush_cache_writes()  # a Ray worker outlives the task, and may be killed at shutdown
     results.put(("usage", before.usage()))
 
 
