@@ -48,7 +48,6 @@ from intbench.rundir import ConfigMismatchError, RunDir, RunLockedError, canonic
 
 if TYPE_CHECKING:  # teachers load the model-side modules; a run imports them when it starts
     from intbench.agents.base import ChatBackend
-    from intbench.rundir import EpisodeLog
     from intbench.teachers import Teacher
 
 __all__ = [
@@ -112,11 +111,15 @@ def episode_seed(config: RunConfig, key: str) -> int:
 
 @dataclass
 class RunResult:
+    """A finished run: its episodes as written (dicts, in run-key order) and the same
+    episodes as :class:`Episode` objects, which the metrics take without parsing."""
+
     out_dir: Path
     episodes: list[dict]
     ran: int
     skipped: int
     seconds: float
+    records: list[Episode]
 
 
 def run_eval(
@@ -184,7 +187,7 @@ def _run_locked(
         if grader_here:
             _size_grader(problems[0].domain, concurrency)
         importlib.import_module("intbench.metrics.summary")  # the end-of-run summary's
-        warm_estimates()
+        warm_estimates(len(problems))  # the summary's groups span the run's problems
 
     teacher = _make_teacher(config, first, problems)
     run_dir.save_config(config.to_dict())
@@ -257,8 +260,10 @@ def _run_locked(
         save_summary(force=True)  # also after an interruption: what was done until then
         if bar is not None:
             bar.close()
-    episodes = _episodes(keys, played, log)
-    return RunResult(out, episodes, len(keys) - skipped, skipped, time.perf_counter() - started)
+    records = [log.records[k] for k in keys if k in log.records]
+    episodes = [played.get(r.metadata["run_key"]) or r.to_dict() for r in records]
+    seconds = time.perf_counter() - started
+    return RunResult(out, episodes, len(keys) - skipped, skipped, seconds, records)
 
 
 def _backends(
@@ -275,13 +280,6 @@ def _backends(
 def _in_workers(workers: int, ray_address: str | None, todo: list[str]) -> bool:
     """Whether the episodes are played in worker processes or Ray tasks (not for one)."""
     return (workers > 1 or ray_address is not None) and len(todo) > 1
-
-
-def _episodes(keys: list[str], played: dict[str, dict], log: EpisodeLog) -> list[dict]:
-    """The run's records in key order: this run's as played, earlier ones from the log."""
-    return [
-        played[k] if k in played else log.records[k].to_dict() for k in keys if k in log.records
-    ]
 
 
 def _size_grader(domain: str, concurrency: int) -> None:

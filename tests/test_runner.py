@@ -134,6 +134,9 @@ def test_failed_episodes_are_recorded_then_retried(tmp_path, monkeypatch):
     second = run_eval(config, out, concurrency=2, progress=False)
     assert second.ran == 1 and second.skipped == 3
     assert not any(e["error"] for e in second.episodes) and len(keys_in(out)) == 4
+    # the same records as objects, the resumed ones (from the file) and the new one alike
+    assert [r.to_dict() for r in second.records] == second.episodes
+    assert [r.to_dict() for r in first.records] == first.episodes
 
 
 def test_a_second_writer_fails_at_once_naming_the_first(tmp_path, env_vars):

@@ -135,3 +135,20 @@ def test_a_problem_drawn_twice_counts_twice():
     se = values.std(ddof=0) / math.sqrt(len(values))
     width = acc1.high - acc1.low
     assert width == pytest.approx(2 * 1.96 * se, rel=0.15)
+
+
+def test_warming_draws_the_resamples_the_summary_of_the_run_uses(tmp_path):
+    """A run warms the resamples of its problems while requests wait; the end-of-run
+    summary then finds them drawn, and its figures are the same as unwarmed."""
+    records = feedback_records(60, seed=5)
+    problems = len({r.problem_id for r in records})
+    estimate._resample_weights.cache_clear()
+    cold = feedback_summary(records)
+    estimate._resample_weights.cache_clear()
+    estimate.warm_estimates(problems)
+    assert estimate._resample_weights.cache_info().currsize == 1
+    hits = estimate._resample_weights.cache_info().hits
+    warm = feedback_summary(records)
+    assert estimate._resample_weights.cache_info().hits > hits
+    assert estimate._resample_weights.cache_info().misses == 1  # only the warming drew
+    assert {k: str(v) for k, v in warm.items()} == {k: str(v) for k, v in cold.items()}

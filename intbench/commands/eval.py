@@ -28,6 +28,7 @@ from intbench.tracking import TRACKERS, EpisodeTracking, TrackerError, check_tra
 
 if TYPE_CHECKING:
     from intbench.metrics import Summary
+    from intbench.records import Episode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,7 +183,7 @@ def _tracking_options(execution: ExecutionOptions) -> dict:
 
 def _run(
     config: RunConfig, out: Path, execution: ExecutionOptions, progress: bool = True
-) -> tuple[list[dict], Summary] | None:
+) -> tuple[list[Episode], Summary] | None:
     """The run's episode records and their summary (``None`` when it could not start)."""
     check_run(config, execution.concurrency)
     options = _tracking_options(execution)
@@ -203,7 +204,7 @@ def _run(
         )
         from intbench.metrics import summarize  # imported while the first requests wait
 
-        summary = summarize(result.episodes)
+        summary = summarize(result.records)
         tracker.log_tables(summary.tables)
     except (ConfigMismatchError, RunLockedError, ReplayError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -214,7 +215,7 @@ def _run(
     print(
         f"{out}: {result.ran} episode(s) run, {result.skipped} already done, {result.seconds:.1f} s"
     )
-    return result.episodes, summary
+    return result.records, summary
 
 
 def _eval(args) -> int:
@@ -236,17 +237,17 @@ def _eval(args) -> int:
     return failure_status(episodes, execution.max_failure_rate)
 
 
-def failure_status(episodes: list[dict], max_rate: float | None) -> int:
+def failure_status(episodes: list[Episode], max_rate: float | None) -> int:
     """Exit status of a finished run: 1 when too many of its episodes failed.
 
     Failed episodes (a model or grader error) are left out of the metrics, so a
     run whose every episode failed measured nothing; a line on stderr says how
     many failed, with the first error, whenever any did."""
-    failed = [e for e in episodes if e.get("error")]
+    failed = [e for e in episodes if e.error]
     if not failed:
         return 0
     share = len(failed) / len(episodes)
-    first = str(failed[0]["error"]).strip().splitlines()[0][:200]
+    first = str(failed[0].error).strip().splitlines()[0][:200]
     print(
         f"warning: {len(failed)} of {len(episodes)} episode(s) failed and are left out of the "
         f"metrics (first error: {first}); re-run the same command to retry them",
