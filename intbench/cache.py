@@ -4,14 +4,16 @@ The student's unassisted baseline depends on (problem, student, prompt,
 sampling, seed) and not on the teacher, so it is generated once and reused
 across teachers, conditions and runs.  Entries are small JSON files written
 atomically, so concurrent runs and interrupted writes never corrupt the cache.
-One background thread writes them (creating and renaming a file costs about
-0.4 ms of system time, which an episode's step should not wait for); lookups
-see an entry at once, and the process writes what is pending before it exits.
+While a run plays its episodes (:func:`deferred_cache_writes`), one background
+thread writes them: creating and renaming a file costs about 0.4 ms of system
+time, which an episode's step should not wait for.  Lookups see a pending entry
+at once, and every entry is on disk when the run ends (and at exit).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import logging
@@ -19,6 +21,7 @@ import os
 import queue
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +61,20 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 class _Writer:
-    """The thread that writes cache entries, in the order they were put.
+    """Writes cache entries: at once, or, while a run defers them, from one thread in
+    the order they were put.
 
-    ``pending`` holds the text of every entry not yet on disk, so a lookup in
-    this process finds it meanwhile.  A write that fails (a full disk, a
+    ``pending`` holds the text of every deferred entry not yet on disk, so a lookup in
+    this process finds it meanwhile.  A deferred write that fails (a full disk, a
     read-only cache folder) is logged; the run goes on without that entry."""
 
     def __init__(self) -> None:
-        self._reset()
+        self._deferring = 0  # runs now deferring their writes
+        self._after_fork()
 
-    def _reset(self) -> None:
+    def _after_fork(self) -> None:
+        """A fresh queue and no thread (a forked child has none); the parent writes what
+        was pending at the fork.  The count of deferring runs follows the child's stack."""
         self._queue: queue.SimpleQueue[Path] = queue.SimpleQueue()
         self._pending: dict[Path, str] = {}
         self._done = threading.Condition()
@@ -75,13 +82,19 @@ class _Writer:
 
     def put(self, path: Path, text: str) -> None:
         with self._done:
-            self._pending[path] = text
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._write_forever, name="intbench-cache-writer", daemon=True
-                )
-                self._thread.start()
-        self._queue.put(path)
+            # a key with a value still pending queues the next too, so the last one wins
+            deferred = bool(self._deferring) or path in self._pending
+            if deferred:
+                self._pending[path] = text
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._write_forever, name="intbench-cache-writer", daemon=True
+                    )
+                    self._thread.start()
+        if deferred:
+            self._queue.put(path)
+        else:
+            _write_atomically(path, text)
 
     def pending(self, path: Path) -> str | None:
         with self._done:
@@ -91,6 +104,17 @@ class _Writer:
         """Wait until every entry put so far is written; whether that happened in time."""
         with self._done:
             return self._done.wait_for(lambda: not self._pending, timeout)
+
+    @contextlib.contextmanager
+    def deferring(self) -> Iterator[None]:
+        with self._done:
+            self._deferring += 1
+        try:
+            yield
+        finally:
+            with self._done:
+                self._deferring -= 1
+            self.flush()
 
     def _write_forever(self) -> None:
         while True:
@@ -111,8 +135,14 @@ class _Writer:
 
 _WRITER = _Writer()
 atexit.register(_WRITER.flush)
-# A forked child has no writer thread: it starts its own on its first put.
-os.register_at_fork(after_in_child=_WRITER._reset)
+os.register_at_fork(after_in_child=_WRITER._after_fork)
+
+
+def deferred_cache_writes() -> contextlib.AbstractContextManager[None]:
+    """Within it, cache entries are written by a background thread, so no step waits on
+    the file system; on leaving it, every entry put is on disk.  Runs play their
+    episodes inside it; elsewhere an entry is on disk when ``put`` returns."""
+    return _WRITER.deferring()
 
 
 def flush_cache_writes(timeout: float | None = None) -> bool:
@@ -150,7 +180,8 @@ class JsonCache:
         return value
 
     def put(self, key: str, value: Any) -> None:
-        """Keep ``value`` under ``key``: in memory at once, on disk by the writer thread."""
+        """Keep ``value`` under ``key``: in memory at once, on disk now or, within
+        :func:`deferred_cache_writes`, by the writer thread."""
         text = json.dumps(value, ensure_ascii=False)
         with self._lock:
             self._memory[key] = value

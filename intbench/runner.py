@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from intbench.agents.backends import shared_backend
-from intbench.cache import flush_cache_writes, stable_hash
+from intbench.cache import deferred_cache_writes, stable_hash
 from intbench.envs.engine import Engine, episode_program
 from intbench.envs.registration import protocol_of
 from intbench.extras import require
@@ -229,7 +229,7 @@ def _run_locked(
         _tick(bar, student, teacher)
 
     try:
-        with log:
+        with deferred_cache_writes(), log:
             if _in_workers(workers, ray_address, todo):
                 first.close()
                 _play_in_workers(
@@ -563,8 +563,8 @@ def _play_shard(config_dict: dict, keys: list[str], concurrency: int, timeout_s,
     def keep(record: Episode) -> None:
         results.put(("episode", record.to_dict()))
 
-    _play(config, first, first.problems, teacher, keys, concurrency, timeout_s, keep)
-    flush_cache_writes()  # a Ray worker outlives the task, and may be killed at shutdown
+    with deferred_cache_writes():  # on disk before the shard reports done
+        _play(config, first, first.problems, teacher, keys, concurrency, timeout_s, keep)
     results.put(("usage", before.usage()))
 
 

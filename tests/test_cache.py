@@ -1,11 +1,13 @@
-"""The shared on-disk cache: entries are seen at once, written by one thread, never lost
-at exit, and a failed write costs only that entry."""
+"""The shared on-disk cache: outside a run an entry is on disk when ``put`` returns; within
+a run's deferral it is seen at once, written by one thread, on disk when the run ends (or
+the process exits), and a failed write costs only that entry."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from intbench import cache as cache_module
-from intbench.cache import JsonCache, flush_cache_writes
+from intbench.cache import JsonCache, deferred_cache_writes, flush_cache_writes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,24 +36,36 @@ def test_an_entry_is_seen_at_once_by_every_cache_of_its_folder_and_written_by_th
 
     cache_module._write_atomically = slow_write
     try:
-        writer.put("ab12", {"text": "x", "tokens": 3})
-        assert not writer._path("ab12").exists()
-        assert reader.get("ab12") == {"text": "x", "tokens": 3}  # pending, not yet on disk
+        with deferred_cache_writes():
+            writer.put("ab12", {"text": "x", "tokens": 3})
+            assert not writer._path("ab12").exists()
+            assert reader.get("ab12") == {"text": "x", "tokens": 3}  # pending, not on disk
+            block.set()
+        assert on_disk(writer, "ab12") == {"text": "x", "tokens": 3}  # leaving waits for it
     finally:
         block.set()
         cache_module._write_atomically = real_write
-    assert flush_cache_writes(timeout=10)
-    assert on_disk(writer, "ab12") == {"text": "x", "tokens": 3}
     assert JsonCache("student", tmp_path).get("ab12") == {"text": "x", "tokens": 3}
     assert not list(tmp_path.rglob(".tmp-*"))
 
 
+def test_outside_a_run_an_entry_is_on_disk_when_put_returns(tmp_path):
+    cache = JsonCache("student", tmp_path)
+    cache.put("cd33", {"text": "now"})
+    assert on_disk(cache, "cd33") == {"text": "now"}
+    (tmp_path / "blocked").write_text("a file where the cache folder should be")
+    with pytest.raises(OSError):  # and its failure is the caller's, as for any file
+        JsonCache("student", tmp_path / "blocked").put("cd35", {"text": "x"})
+
+
 def test_the_last_value_put_under_a_key_is_the_one_kept(tmp_path):
     cache = JsonCache("student", tmp_path)
-    for i in range(50):
-        cache.put("cd34", {"i": i})
+    with deferred_cache_writes():
+        for i in range(50):
+            cache.put("cd34", {"i": i})
+    cache.put("cd34", {"i": 50})  # after the run, at once, never overwritten by a late write
     assert flush_cache_writes(timeout=10)
-    assert on_disk(cache, "cd34") == {"i": 49}
+    assert on_disk(cache, "cd34") == {"i": 50}
 
 
 def test_puts_from_many_threads_all_land(tmp_path):
@@ -62,21 +76,20 @@ def test_puts_from_many_threads_all_land(tmp_path):
             cache.put(f"{i:04x}", {"i": i})
 
     threads = [threading.Thread(target=put_some, args=(40 * t,)) for t in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert flush_cache_writes(timeout=30)
+    with deferred_cache_writes():
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     assert all(on_disk(cache, f"{i:04x}") == {"i": i} for i in range(160))
 
 
-def test_a_failed_write_is_logged_and_costs_only_that_entry(tmp_path, caplog):
+def test_a_failed_write_in_a_run_is_logged_and_costs_only_that_entry(tmp_path, caplog):
     (tmp_path / "blocked").write_text("a file where the cache folder should be")
     broken, fine = JsonCache("student", tmp_path / "blocked"), JsonCache("student", tmp_path)
-    with caplog.at_level(logging.WARNING, logger="intbench.cache"):
+    with caplog.at_level(logging.WARNING, logger="intbench.cache"), deferred_cache_writes():
         broken.put("ef56", {"text": "lost on disk"})
         fine.put("ef57", {"text": "kept"})
-        assert flush_cache_writes(timeout=10)
     assert broken.get("ef56") == {"text": "lost on disk"}  # this process still has it
     assert JsonCache("student", tmp_path / "blocked").get("ef56") is None
     assert on_disk(fine, "ef57") == {"text": "kept"}
@@ -91,7 +104,8 @@ def test_an_unserialisable_value_is_refused_by_put_itself(tmp_path):
 
 PUT_THEN_EXIT = """
 import sys
-from intbench.cache import JsonCache
+from intbench.cache import JsonCache, deferred_cache_writes
+deferred_cache_writes().__enter__()  # a run that never ends: the exit must write for it
 cache = JsonCache("student", sys.argv[1])
 for i in range(200):
     cache.put(f"{i:04x}", {"i": i, "text": "y" * 2000})
@@ -108,17 +122,17 @@ def test_a_process_that_exits_right_after_its_puts_leaves_every_entry_on_disk(tm
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_writes_its_own_entries(tmp_path):
     cache = JsonCache("student", tmp_path)
-    cache.put("1111", {"who": "parent"})  # the parent's writer thread exists before the fork
-    pid = os.fork()
-    if pid == 0:  # the child: no writer thread was copied; its put must still land
-        try:
-            JsonCache("student", tmp_path).put("2222", {"who": "child"})
-            os._exit(0 if flush_cache_writes(timeout=10) else 1)
-        finally:
-            os._exit(2)
+    with deferred_cache_writes():
+        cache.put("1111", {"who": "parent"})  # the parent's writer thread exists
+        pid = os.fork()
+        if pid == 0:  # the child: no writer thread was copied; its put must still land
+            try:
+                JsonCache("student", tmp_path).put("2222", {"who": "child"})
+                os._exit(0 if flush_cache_writes(timeout=10) else 1)
+            finally:
+                os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert flush_cache_writes(timeout=10)
     assert on_disk(cache, "2222") == {"who": "child"}
     assert on_disk(cache, "1111") == {"who": "parent"}
 
@@ -133,13 +147,30 @@ def test_the_episode_log_syncs_after_the_cache_entries_put_before(tmp_path):
     real_write = cache_module._write_atomically
     cache_module._write_atomically = lambda path, text: (block.wait(5), real_write(path, text))
     try:
-        cache.put("9999", {"text": "baseline"})
-        log = EpisodeLog(tmp_path / "episodes.jsonl", sync_every=1)
-        threading.Timer(0.2, block.set).start()
-        log.append(Episode(protocol="monitor", problem_id="p", domain="math", student="s",
-                           metadata={"run_key": "0:0"}))  # fmt: skip
-        assert block.is_set() and on_disk(cache, "9999") == {"text": "baseline"}
-        log.close()
+        with deferred_cache_writes():
+            cache.put("9999", {"text": "baseline"})
+            log = EpisodeLog(tmp_path / "episodes.jsonl", sync_every=1)
+            threading.Timer(0.2, block.set).start()
+            log.append(Episode(protocol="monitor", problem_id="p", domain="math", student="s",
+                               metadata={"run_key": "0:0"}))  # fmt: skip
+            assert block.is_set() and on_disk(cache, "9999") == {"text": "baseline"}
+            log.close()
     finally:
         block.set()
         cache_module._write_atomically = real_write
+
+
+def test_a_run_leaves_no_entry_pending_so_its_cache_folder_can_go_at_once(tmp_path):
+    from intbench.runner import RunConfig, run_eval
+
+    config = RunConfig(
+        env_id="IntBench-Math-v0",
+        teacher="at:0.5",
+        student="scripted:tests.scripted_students:slow",
+        n=4,
+        env_options={"cache_dir": str(tmp_path / "cache")},
+    )
+    run_eval(config, tmp_path / "run", concurrency=4, progress=False)
+    assert not cache_module._WRITER._pending
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 4  # one baseline a problem
+    shutil.rmtree(tmp_path / "cache")  # no write still on its way into it
