@@ -327,11 +327,15 @@ def _play(
     finished record to ``keep``.  ``first`` is an env of the run; the others are made
     when their slot first gets an episode, so setup does not grow with concurrency.
     ``warm`` runs in a thread once the first requests are sent: work the run needs only
-    later, done while they wait rather than before them."""
+    later, done while they wait rather than before them; the play ends after it does."""
     todo = list(todo)
     envs = [first] + [None] * (max(1, concurrency) - 1)
+    warming: list[threading.Thread] = []
     scheduler = Engine(
-        first.executor, teacher, min(len(envs), max(1, len(todo))), on_batch=_batch_note(bar, warm)
+        first.executor,
+        teacher,
+        min(len(envs), max(1, len(todo))),
+        on_batch=_batch_note(bar, warm, warming),
     )
     key_in_slot: dict[int, str] = {}
 
@@ -361,6 +365,8 @@ def _play(
         for env in envs:
             if env is not None:
                 env.close()
+        for thread in warming:  # a short run: none of its work still runs when it returns
+            thread.join()
 
 
 # ------------------------------------------------------------------ workers
@@ -635,16 +641,18 @@ def _progress_bar(total: int, done: int, enabled: bool):
     return tqdm(total=total, initial=done, unit="episode", dynamic_ncols=True, disable=False)
 
 
-def _batch_note(bar, warm: Callable[[], None] | None = None):
+def _batch_note(bar, warm: Callable[[], None] | None, started: list[threading.Thread]):
     """Says on the progress bar what the model is generating, so a long first batch shows;
-    starts ``warm`` in a thread at the first batch."""
+    starts ``warm`` in a thread at the first batch (added to ``started``)."""
     if bar is None and warm is None:
         return None
     pending = [warm] if warm is not None else []
 
     def note(role: str, n: int) -> None:
         if pending:
-            threading.Thread(target=pending.pop(), name="intbench-warm", daemon=True).start()
+            thread = threading.Thread(target=pending.pop(), name="intbench-warm", daemon=True)
+            started.append(thread)
+            thread.start()
         if bar is not None:
             bar.set_description_str(f"{role}: generating {n} in one batch", refresh=True)
 

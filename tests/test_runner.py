@@ -305,3 +305,28 @@ def test_matrix_pairs_run_at_once_with_the_episodes_of_one_at_a_time(tmp_path, m
             for run in grid.iterdir()
         }
     assert grids[1] == grids[3] and len(grids[1]) == 3
+
+
+def test_a_run_returns_only_after_its_warm_up_thread_ends(tmp_path, monkeypatch):
+    """The warm-up (imports, NumPy) runs while the first requests wait; a run shorter than
+    it still waits for it, so no NumPy call is left running in a daemon thread when a
+    program exits right after (that aborted the interpreter: 'terminate called without an
+    active exception')."""
+    import threading
+
+    from intbench import runner
+
+    warmed = []
+    real = runner.warm_estimates
+
+    def warm_estimates(problems: int = 0) -> None:
+        threading.Event().wait(0.5)  # longer than the whole run
+        real(problems)
+        warmed.append(problems)
+
+    monkeypatch.setattr(runner, "warm_estimates", warm_estimates)
+    monkeypatch.setenv("INTBENCH_CACHE", str(tmp_path / "cache"))  # the student is asked
+    config = RunConfig(env_id="IntBench-Math-v0", teacher="never", student=SLOW, n=2)
+    run_eval(config, tmp_path / "run", concurrency=2, progress=False)
+    assert warmed == [2]
+    assert not [t for t in threading.enumerate() if t.name == "intbench-warm"]
