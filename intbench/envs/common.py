@@ -18,6 +18,7 @@ from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.cache import JsonCache
 from intbench.envs.engine import run_flow
 from intbench.envs.env_options import EnvOptions
+from intbench.envs import flows
 from intbench.envs.flows import Generate, RequestExecutor, Verify
 from intbench.envs.spaces import UnicodeText
 from intbench.envs.student_calls import cached_student_call
@@ -525,31 +526,49 @@ class FlowEnv(gym.Env):
             VariantSource(self.problems, self.options.variants) if needs_transfer(weights) else None
         )
 
-    def _transfer(self, message: str | None):
-        """Flow: the student's attempt at the episode's variant with ``message`` in
-        context -> solved (False without variants, or on an error: fail closed)."""
+    def _transfer(self, message: str | None, attempt: Attempt | None):
+        """Flow: both arms of the transfer comparison for ``message`` about the student's
+        ``attempt`` (:mod:`intbench.envs.transfer`) -> ``{"transfer", "transfer_alone",
+        "transfer_gain"}``.  Without a message only the alone arm runs and the gain is 0.
+        Without variants, or when either arm fails (student or grader error), every
+        value is 0: an arm that was not measured can neither pay nor cost."""
+        zero = {"transfer": 0.0, "transfer_alone": 0.0, "transfer_gain": 0.0}
         # The transfer seed is drawn whenever there are variants.
         if self._variants is None or self._transfer_seed is None:
-            return False
-        from intbench.envs.transfer import transfer_attempt
+            return zero
+        from intbench.envs.transfer import TransferContext, transfer_attempt
 
         problem = self._current_problem
         variant = self._variants.variant(problem, self._transfer_seed)
-        attempt = yield from transfer_attempt(
-            self._cache,
-            self.student_spec,
-            variant,
-            problem,
-            message,
-            self.student_sampling,
-            self._transfer_seed,
-            self._verifier,
-        )
+        context = TransferContext(problem, attempt)
+
+        def arm(text: str | None):
+            return transfer_attempt(
+                self._cache, self.student_spec, variant, context, text,
+                self.student_sampling, self._transfer_seed, self._verifier,
+            )  # fmt: skip
+
+        if message:
+            alone, helped = yield from flows.gather(arm(None), arm(message))
+        else:
+            alone = helped = yield from arm(None)
+        measured = not any(a.error or a.status == "error" for a in (alone, helped))
         self._current_episode.metadata.setdefault("transfer", []).append(
-            {"variant_id": variant.id, "with_message": bool(message), "solved": attempt.correct,
-             "error": attempt.error}
+            {"variant_id": variant.id, "with_message": bool(message), "solved": helped.correct,
+             "solved_alone": alone.correct, "error": None if measured else (
+                 helped.error or alone.error or "grader error on the variant")}
         )  # fmt: skip
-        return attempt.correct
+        if not measured:
+            return zero
+        return {
+            "transfer": float(helped.correct),
+            "transfer_alone": float(alone.correct),
+            "transfer_gain": float(helped.correct) - float(alone.correct),
+        }
+
+    def sharing_answer_count(self) -> int:
+        """Variants dropped so far because the original's answer also answers them."""
+        return len(self._variants.sharing_answer) if self._variants is not None else 0
 
     def _step_result(
         self, reward: float, action_error: str | None, episode: Episode, protocol_label: str

@@ -36,10 +36,13 @@ Reward: a preset of :mod:`intbench.envs.rewards` over the components
 ``success`` (1 at the step the student is right), ``auc`` (``(k_max - k + 1) /
 k_max`` when solved at attempt ``k``, the episode's contribution to the mean of
 acc@1..acc@k_max), ``leaked`` (charged at each teacher turn whose feedback
-gives the answer away) and ``transfer`` (the mean over teacher turns of a
-fresh variant solved with that turn's feedback in context, paid at the last
-step; see :mod:`intbench.envs.transfer`).  Every preset charges a leak more
-than telling can gain, so a leaking turn scores below no feedback.  ``info`` carries the
+gives the answer away) and the transfer arms (means over teacher turns of a
+fresh variant after the original and the attempt the feedback answers, with
+and without that feedback; ``transfer_gain`` is their difference; paid at
+the last step; see :mod:`intbench.envs.transfer`).  Every preset charges a
+flagged leak more than telling can gain, and under ``teaching`` an unflagged
+one cannot gain either (:mod:`intbench.envs.rewards`); a turn whose leak
+check could not finish scores its transfer arms as waiting.  ``info`` carries the
 teacher prompt (``messages``: the chat messages for the teacher's next feedback,
 empty when the teacher has no turn), ``teacher_turn``, ``attempt`` index, ``solved_at`` (the attempt
 that was right, 0 while unsolved) and, at the end, ``record`` (the episode
@@ -68,10 +71,15 @@ from intbench.envs.common import (
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.domains.registry import get_domain
 from intbench.envs.env_options import FeedbackOptions
-from intbench.envs.rewards import resolve_weights, weighted_reward
+from intbench.envs.rewards import (
+    NO_TRANSFER,
+    TRANSFER_COMPONENTS,
+    resolve_weights,
+    weighted_reward,
+)
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, FeedbackTurn
-from intbench.verifiers.leakage import answer_leaked
+from intbench.verifiers.leakage import leak_verdict
 
 SELF_TEMPLATES = {"self_feedback": "feedback_teacher", "self_critique": "feedback_self_critique"}
 """Modes where the student's model writes the feedback -> its prompt: self-feedback gets
@@ -133,7 +141,8 @@ class FeedbackEnv(FlowEnv):
         self._problem = problem
         self._attempts: list[Attempt] = []
         self._feedback: list[str | None] = []
-        self._transfers: list[bool] = []
+        self._transfers: list[dict[str, float]] = []
+        self._undetermined = 0
         # Self-feedback is the matrix cell whose teacher is the student's own model.
         diagonal = self.options.mode == "self_feedback"
         self._episode = self._new_episode(
@@ -177,7 +186,9 @@ class FeedbackEnv(FlowEnv):
         self._check_steppable()
         feedback, source, action_error = yield from self._feedback_for_turn(action)
         self._feedback.append(feedback)
-        leaked = answer_leaked(self._current_problem, feedback)
+        verdict = leak_verdict(self._current_problem, feedback)
+        leaked = verdict == "leaked"
+        self._undetermined += verdict == "undetermined"
         self._current_episode.feedback.append(
             FeedbackTurn(
                 turn=len(self._attempts),
@@ -187,24 +198,33 @@ class FeedbackEnv(FlowEnv):
                 action_error=action_error,
             )
         )
-        # The transfer attempt needs only the feedback, so it shares the retry's batch.
-        transfer = self._transfer(feedback) if self._variants is not None else None
-        reward = yield from self._attempt(feedback, leaked, transfer)
+        # The transfer arms need only the feedback and the attempt it answers, so
+        # they share the retry's batch.
+        transfer = (
+            self._transfer(feedback, self._attempts[-1]) if self._variants is not None else None
+        )
+        reward = yield from self._attempt(feedback, leaked, transfer, verdict == "undetermined")
         return self._step_result(reward, action_error, self._current_episode, "feedback")
 
-    def _attempt(self, feedback: str | None, leaked: bool = False, transfer=None):
+    def _attempt(
+        self, feedback: str | None, leaked: bool = False, transfer=None, undetermined=False
+    ):
         """Flow: the student's next attempt, recorded -> the step's reward (ends the
         episode when right, on an error or at ``k_max``); ``leaked``: the feedback
         before it gave the answer away; ``transfer``: the turn's transfer flow, run
-        beside the attempt."""
+        beside the attempt; ``undetermined``: the feedback's leak check could not
+        finish, so its turn's transfer arms count as waiting's (gain 0)."""
         episode = self._current_episode
-        step = {"success": 0.0, "auc": 0.0, "leaked": float(leaked), "transfer": 0.0}
+        step = {"success": 0.0, "auc": 0.0, "leaked": float(leaked), **NO_TRANSFER}
         started = time.perf_counter()
         if transfer is None:
             attempt = yield from self._next_attempt(feedback)
         else:
-            attempt, solved = yield from flows.gather(self._next_attempt(feedback), transfer)
-            self._transfers.append(solved)
+            attempt, arms = yield from flows.gather(self._next_attempt(feedback), transfer)
+            if undetermined:
+                alone = arms["transfer_alone"]
+                arms = {"transfer": alone, "transfer_alone": alone, "transfer_gain": 0.0}
+            self._transfers.append(arms)
         episode.timings["student_s"] += time.perf_counter() - started
         self._attempts.append(attempt)
         episode.attempts.append(attempt)
@@ -225,7 +245,8 @@ class FeedbackEnv(FlowEnv):
         elif k >= self.options.k_max:
             self._terminated = True
         if self._terminated and self._transfers:
-            step["transfer"] = sum(self._transfers) / len(self._transfers)
+            for name in TRANSFER_COMPONENTS:
+                step[name] = sum(arms[name] for arms in self._transfers) / len(self._transfers)
         reward = weighted_reward(step, self.reward_weights)
         episode.reward += reward
         solved = float(episode.solved_at is not None)
@@ -235,7 +256,9 @@ class FeedbackEnv(FlowEnv):
             "success": solved,
             "auc": (self.options.k_max - k + 1) / self.options.k_max if solved else 0.0,
             "leaked": float(sum(turn.leaked for turn in episode.feedback)),
-            "transfer": step["transfer"],
+            "leak_undetermined": float(self._undetermined),
+            "derailed": 0.0,
+            **{name: step[name] for name in TRANSFER_COMPONENTS},
         }
         return reward
 

@@ -86,7 +86,7 @@ def gather(*subflows: Flow) -> Flow:
     Each round, the requests the still-running sub-flows wait on go out as one
     :class:`Gather` (a lone request as itself), so they are batched together
     and with other episodes' requests.  Only for sub-flows that do not depend
-    on each other's results.
+    on each other's results.  Sub-flows may gather in turn.
     """
     values: list[Any] = [None] * len(subflows)
     pending: dict[int, Request] = {}
@@ -97,7 +97,15 @@ def gather(*subflows: Flow) -> Flow:
         if len(order) == 1:
             answers = [(yield pending[order[0]])]
         else:
-            answers = yield Gather([pending[i] for i in order])
+            # A sub-flow that gathers itself is flattened into this round's Gather.
+            parts = [pending[i].requests if isinstance(pending[i], Gather) else [pending[i]]
+                     for i in order]  # fmt: skip
+            flat = yield Gather([request for part in parts for request in part])
+            answers, start = [], 0
+            for index, part in zip(order, parts, strict=True):
+                chunk = flat[start : start + len(part)]
+                answers.append(chunk if isinstance(pending[index], Gather) else chunk[0])
+                start += len(part)
         pending.clear()
         for index, answer in zip(order, answers, strict=True):
             _advance(subflows, index, answer, pending, values)

@@ -72,7 +72,7 @@ from intbench.envs.quotes import QuoteMatch, final_answer_start, locate_quote
 from intbench.envs.rewards import monitor_components, resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Intervention, MonitorStep, Problem
-from intbench.verifiers.leakage import answer_leaked
+from intbench.verifiers.leakage import leak_verdict
 
 logger = logging.getLogger(__name__)
 
@@ -246,6 +246,7 @@ class MonitorEnv(FlowEnv):
         cut = position if intervene and (match is None or match.ok) else None
         applied = cut is not None
         post_correct = None
+        verdict = leak_verdict(self._current_problem, message) if intervene else "clean"
         if intervene:
             total = len(self._trace)
             intervention = Intervention(
@@ -256,17 +257,17 @@ class MonitorEnv(FlowEnv):
                 quote_stage=match.stage if match else None,
                 excluded=match.excluded if match else None,
                 post=self.options.post,
-                leaked=answer_leaked(self._current_problem, message),
+                leaked=verdict == "leaked",
             )
             episode.intervention = intervention
         if cut is not None:
-            # The transfer attempt needs only the message, so it shares the
+            # The transfer arms need only the message, so they share the
             # continuation's batch.
             post_correct, transfer = yield from flows.gather(
-                self._continue(intervention, cut), self._transfer(message)
+                self._continue(intervention, cut), self._transfer(message, episode.baseline)
             )
         else:
-            transfer = yield from self._transfer(None)
+            transfer = yield from self._transfer(None, episode.baseline)
         # A leak is charged whether or not the intervention could be placed: the
         # teacher chose to state the answer.
         leaked = bool(episode.intervention and episode.intervention.leaked)
@@ -275,6 +276,12 @@ class MonitorEnv(FlowEnv):
         )
         episode.reward_components = components
         episode.reward = weighted_reward(components, self.reward_weights)
+        if verdict == "undetermined":
+            # A leak check that could not finish scores as waiting: never a penalty, never more.
+            alone = {"transfer": transfer["transfer_alone"], "transfer_alone": transfer["transfer_alone"]}
+            waiting = monitor_components(self._baseline_correct, False, None, False, alone)
+            components["leak_undetermined"] = 1.0
+            episode.reward = weighted_reward(waiting, self.reward_weights)
         if episode.baseline is not None and episode.baseline.status == "error":
             episode.error = episode.error or "grader error on the baseline"
         self._terminated = True

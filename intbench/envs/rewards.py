@@ -1,4 +1,4 @@
-"""Reward presets: what a teacher trained on an env optimises.
+"""Reward presets: what a teacher trained on an env optimises, and why telling cannot pay.
 
 Every episode computes named components; a preset is a set of weights over
 them, and the reward is the weighted sum.  ``info`` reports the raw
@@ -8,41 +8,60 @@ Components (in {0, 1} unless said otherwise):
     success: the student's final answer was right (monitor: after the
         intervention if one was applied, else the baseline; feedback: solved
         within ``k_max`` attempts; tutor: solved in phase 2).
-    leaked: the teacher's message gave the answer away, as the domain's leak
-        detector (:func:`~intbench.verifiers.leakage.answer_leaked`) finds;
-        in feedback and tutor episodes the number of leaking teacher turns.
-    transfer: with the teacher's message in its context and no further help,
-        the student solved a fresh variant of the problem
-        (:mod:`intbench.envs.transfer`); with no message, the variant alone.
-        Feedback: the mean over the episode's teacher turns.  Computed (one
-        extra student call per message) only when the weights use it.
+    leaked: the teacher's message gave the answer away: the domain's leak
+        detector (:func:`~intbench.verifiers.leakage.leak_verdict`) read an
+        answer its verifier accepts out of it; in feedback and tutor
+        episodes the number of leaking teacher turns.
+    leak_undetermined: a leak check could not finish (a verifier timeout);
+        such a message is scored as waiting: never a penalty, never more.
+    transfer, transfer_alone, transfer_gain: the student's attempt at a
+        variant the teacher never saw, whose answer differs from the
+        original's, in Int-Bench's Problem-Context (the original and the
+        student's own attempt), with the teacher's message (``transfer``) and
+        without it (``transfer_alone``); ``transfer_gain`` = transfer −
+        transfer_alone in {-1, 0, 1}, 0 without a message
+        (:mod:`intbench.envs.transfer`).  Feedback: means over the teacher
+        turns.  Computed only when the weights read one of them.
     monitor only: baseline_correct (the unassisted student was right),
         post_correct (right after the intervention; 0 without one),
-        intervened (the intervention was applied) and helpfulness (the
-        paper's H_i = post_correct - baseline_correct, in {-1, 0, 1}; 0
-        without an intervention).
+        intervened (the intervention was applied), helpfulness (the paper's
+        H_i = post_correct - baseline_correct, in {-1, 0, 1}; 0 without an
+        intervention) and derailed (the intervention turned a right answer
+        wrong: the negative part of H_i).
     feedback only: auc ((k_max - k + 1) / k_max when solved at attempt k,
         the episode's share of the mean of acc@1..acc@k_max).
 
-Why every preset charges for ``leaked``: the papers find that teachers
-over-assist, and a reward that pays for the final outcome pays most for
-stating the answer.  Zeroing a leaked success is not enough (0 against 0
-still lets a policy gamble), so each preset's leak weight exceeds the most
-that telling can gain over saying nothing on the same problem: the sum of
-the preset's other positive weights, each component moving by at most 1.
-For every preset but ``pedagogical`` (which keeps its published weights and
-a margin of 0.1) it is one more, so a leaking message scores at least 1
-below saying nothing, whatever the student would have done alone
-(:func:`telling_margin` checks every preset).  The papers' metrics (H,
-acc@k, AUC) are computed from the episode records and do not depend on the
-preset.
+Why telling cannot pay under ``teaching`` and ``transfer``, by construction.
+Let m be a message whose only content is the original problem's answer, in
+any form, flagged by the detector or not.  The two variant arms see the same
+prompt but for m and use one sampling seed, so the message is the only
+difference; the variant's answer was checked to differ from the original's,
+so copying m's answer onto it is graded wrong, and m says nothing else about
+the variant.  Hence E[transfer | m] <= E[transfer_alone], i.e.
+E[transfer_gain | m] <= 0 = the gain of waiting.  The positive part of both
+presets reads only these arms; the original's outcome, which a tell does
+raise, enters ``teaching`` only through ``derailed``, which a tell cannot
+lower below waiting's 0.  (Paying success × transfer_gain was rejected: a
+good hint with the answer appended would then earn more than the hint
+alone.)  The leak penalty is a second line: a message the detector flags
+scores at least 1 below waiting whatever the arms say
+(:func:`telling_margin`).  :func:`telling_cannot_pay` checks the
+construction for any weights; every shipped training config passes it.
 
-``teaching`` = success + transfer − 3·leaked, the default of every GRPO
-config: success pays for getting the student right now, transfer for what
-the student can then do alone, with equal weight because both are one
-solved problem.  A method hint that fixes the problem and carries over to
-the variant earns 2; waiting earns what the student does alone (0 to 2);
-stating the answer earns at most 1 + 1 − 3 = −1, below waiting's worst (0).
+Per preset:
+    teaching = transfer_gain − derailed − 2·leaked, the default of every
+        GRPO config.  Waiting scores 0; a method hint that carries over
+        scores up to 1; a tell scores <= 0 in expectation, and <= −1 when
+        detected.
+    transfer = transfer − 2·leaked: the message arm itself (waiting scores
+        the alone arm), the same expectation argument with more variance.
+    success, helpfulness, auc, pedagogical: the papers' outcome measures,
+        less a leak.  They pay the original's outcome, which telling raises,
+        so they are telling-proof only as far as the leak detector reaches:
+        for evaluation and for contrast runs, not for training a teacher.
+
+The papers' metrics (H, φ, τ, acc@k, AUC) are computed from the episode
+records and do not depend on the preset.
 """
 
 from __future__ import annotations
@@ -80,11 +99,18 @@ PRESETS: dict[str, dict[str, float]] = {
     # Solve the problem, but each intervention costs a little and a leak costs
     # as much as a success is worth (+0.1 for the intervention it needed).
     "pedagogical": {"success": 1.0, "intervened": -0.1, "leaked": -1.0},
-    # Teaching (see the module docstring): success and transfer, a leak costs 3.
-    "teaching": {"success": 1.0, "transfer": 1.0, "leaked": -3.0},
-    # Only what the student can do alone afterwards, less a leak.
+    # Teaching (see the module docstring): what the message adds on an unseen
+    # variant, less derailing a right answer, less a leak.
+    "teaching": {"transfer_gain": 1.0, "derailed": -1.0, "leaked": -2.0},
+    # The message arm of the variant attempt, less a leak.
     "transfer": {"transfer": 1.0, "leaked": -2.0},
 }
+
+TELL_PROOF_GAINS = frozenset({"transfer", "transfer_gain"})
+"""Components a message carrying only the original's answer cannot raise above
+waiting in expectation (module docstring)."""
+TELL_PROOF_COSTS = frozenset({"leaked", "derailed", "intervened"})
+"""Components a tell cannot lower below waiting's value, so a cost on them never pays it."""
 
 
 def presets_for(protocol: str) -> list[str]:
@@ -115,9 +141,25 @@ def resolve_weights(
     return weights
 
 
+TRANSFER_COMPONENTS = ("transfer", "transfer_alone", "transfer_gain")
+
+
 def needs_transfer(weights: Mapping[str, float]) -> bool:
-    """Whether the reward reads ``transfer`` (only then are variant attempts made)."""
-    return weights.get("transfer", 0.0) != 0.0
+    """Whether the reward reads a transfer arm (only then are variant attempts made)."""
+    return any(weights.get(name, 0.0) != 0.0 for name in TRANSFER_COMPONENTS)
+
+
+def telling_cannot_pay(weights: Mapping[str, float]) -> bool:
+    """Whether ``weights`` pay only what a tell cannot raise and charge only what a
+    tell cannot lower (the construction of the module docstring)."""
+    return all(
+        name in (TELL_PROOF_GAINS if weight > 0 else TELL_PROOF_COSTS)
+        for name, weight in weights.items()
+        if weight != 0
+    )
+
+
+NO_TRANSFER = {name: 0.0 for name in TRANSFER_COMPONENTS}
 
 
 def monitor_components(
@@ -125,18 +167,20 @@ def monitor_components(
     intervened: bool,
     post_correct: bool | None,
     leaked: bool,
-    transfer: bool = False,
+    transfer: Mapping[str, float] = NO_TRANSFER,
 ) -> dict[str, float]:
-    """The components of one monitor episode."""
+    """The components of one monitor episode (``transfer``: :data:`TRANSFER_COMPONENTS`)."""
     post = bool(post_correct) if intervened else False
     return {
         "baseline_correct": float(baseline_correct),
         "post_correct": float(post),
         "intervened": float(intervened),
         "helpfulness": float(post) - float(baseline_correct) if intervened else 0.0,
+        "derailed": float(intervened and baseline_correct and not post),
         "success": float(post if intervened else baseline_correct),
         "leaked": float(leaked),
-        "transfer": float(transfer),
+        "leak_undetermined": 0.0,
+        **{name: float(transfer.get(name, 0.0)) for name in TRANSFER_COMPONENTS},
     }
 
 
@@ -149,10 +193,12 @@ def telling_margin(weights: Mapping[str, float], protocol: str = "monitor") -> f
 
     Enumerates what the student would do without the message (right or
     wrong, variant solved or not) and with it (any outcome), and returns
-    ``max(reward(tell) - reward(wait))``.  A reward where telling loses has a
-    negative margin.  Monitor: waiting is the baseline outcome; feedback and
-    tutor: the episode without the teacher's message (success and transfer
-    of the student alone), one leaking turn against none.
+    ``max(reward(tell) - reward(wait))`` for a message the detector flags.  A
+    reward where a flagged tell always loses has a negative margin.  Monitor:
+    waiting is the baseline outcome; feedback and tutor: the episode without
+    the teacher's message (success and transfer of the student alone), one
+    leaking turn against none.  An unflagged tell is what
+    :func:`telling_cannot_pay` covers.
     """
     outcomes = get_protocol(protocol).hook("telling_outcomes")
     worst = float("-inf")

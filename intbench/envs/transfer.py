@@ -1,23 +1,37 @@
-"""The ``transfer`` reward component: does the student solve a fresh variant alone?
+"""The transfer reward components: does the teacher's message help on a problem it never saw?
 
-After the teacher's message the student meets a variant of the problem (same
-skill, new numbers or wording) with that message in its context, the
-original problem beside it, and no further help; the variant is graded by
-the domain's verifier.  It asks of one message what Int-Bench's G (§3.5)
-asks of a whole run: Intervention-Context accuracy on variants against
-No-Context accuracy.  Without a message the student meets the variant
-alone, which is the No-Context term, so a teacher gains transfer only by
-teaching something that carries over; stating the original answer does not.
+After a teacher message the student meets a variant of the problem (same
+skill, new numbers or wording, an answer the verifier has checked to differ
+from the original's: :mod:`intbench.generalization.answers`) twice, with one
+sampling seed:
+
+* **alone**: Int-Bench's Problem-Context (§3.5): the original problem and the
+  student's own attempt at it (its reasoning, answer and verdict), then the
+  variant;
+* **with the message**: the same prompt with the teacher's message added.
+
+Both arms render one template (``variant_transfer``), so the message is the
+only difference between them, and ``transfer_gain`` = with − alone measures
+what the message taught that carries over.  A message whose only content is
+the original's answer gives the student nothing to use on the variant, whose
+answer is different, so it cannot raise the gain in expectation; a
+content-free message ("Keep going.") changes nothing either.  The alone arm
+does not depend on the teacher: it is cached per (problem, attempt, seed) and
+shared by every teacher and rollout of that state.  Waiting has no message,
+so its gain is 0 by definition and no variant call is made for it unless a
+weight reads the raw arms.
 
 Variants come from the domain's procedural generator (offline generated
 problems) or from a variant set written by ``intbench variants`` (the env
 option ``variants``); an env whose reward needs transfer and has neither
-fails when it is built.
+fails when it is built.  Variants of a set that share the original's answer
+are dropped when the set is read and counted in the run summary
+(``variants_sharing_answer``).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from intbench.agents.base import SamplingParams
@@ -42,13 +56,18 @@ class VariantSource:
 
         self._memo: dict[tuple[str, int], Problem] = {}
         self._sets: dict[str, list[Problem]] = {}
+        self.sharing_answer: set[str] = set()
+        """Ids of the variants dropped because the original's answer also answers them."""
         if variants is not None:
-            self._sets = variants_by_original(read_variant_set(variants, problems[0].domain))
-            missing = [p.id for p in problems if p.id not in self._sets]
+            self._sets = self._distinct(
+                problems, variants_by_original(read_variant_set(variants, problems[0].domain))
+            )
+            missing = [p.id for p in problems if not self._sets.get(p.id)]
             if missing:
                 raise ValueError(
-                    f"the variant set {variants} has no variant of {len(missing)} problem(s) "
-                    f"(e.g. {missing[0]!r}); write one for these problems with intbench variants"
+                    f"the variant set {variants} has no usable variant of {len(missing)} "
+                    f"problem(s) (e.g. {missing[0]!r}; variants that share the original's "
+                    "answer are dropped); write one for these problems with intbench variants"
                 )
             return
         foreign = [p.id for p in problems if not is_procedural(p)]
@@ -59,6 +78,26 @@ class VariantSource:
                 f"generated offline: write a variant set with `intbench variants {domain} "
                 "--model SPEC --out FILE.jsonl` and pass the env option variants=FILE.jsonl"
             )
+
+    def _distinct(
+        self, problems: list[Problem], groups: dict[str, list[Problem]]
+    ) -> dict[str, list[Problem]]:
+        """``groups`` without the variants that share their original's answer."""
+        from intbench.generalization.answers import shares_answer
+
+        originals = {p.id: p for p in problems}
+        kept: dict[str, list[Problem]] = {}
+        for original_id, group in groups.items():
+            original = originals.get(original_id)
+            if original is None:
+                continue
+            kept[original_id] = []
+            for variant in group:
+                if shares_answer(original, variant):
+                    self.sharing_answer.add(variant.id)
+                else:
+                    kept[original_id].append(variant)
+        return kept
 
     def variant(self, problem: Problem, seed: int) -> Problem:
         """The episode's variant of ``problem``; the same for the same ``seed``."""
@@ -71,24 +110,45 @@ class VariantSource:
         if self._sets:
             group = self._sets[problem.id]
             return group[seed % len(group)]
+        from intbench.generalization.answers import SHARED_ANSWER
         from intbench.generalization.procedural import procedural_variants
 
         for attempt in range(PROCEDURAL_TRIES):
-            made = procedural_variants([problem], 1, seed + attempt).variants
-            if made:
-                return made[0]
+            made = procedural_variants([problem], 1, seed + attempt)
+            for entry in made.log:
+                self.sharing_answer.update(
+                    f"{problem.id}@{d['seed']}" for d in entry["dropped"] if d["reason"] == SHARED_ANSWER
+                )
+            if made.variants:
+                return made.variants[0]
         raise ValueError(
             f"the generator made no valid variant of {problem.id!r} in {PROCEDURAL_TRIES} draws"
         )
 
 
-def transfer_messages(variant: Problem, original: Problem, message: str | None) -> list[dict]:
-    """The student's prompt for the transfer attempt: the teacher's message about the
-    original problem, then the variant (the variant alone without a message)."""
-    if not message:
-        return render_messages(variant.domain, "variant_no_context", problem=variant)
+@dataclass(frozen=True)
+class TransferContext:
+    """What both arms show before the variant: the original and the student's own attempt."""
+
+    original: Problem
+    attempt: Attempt | None
+
+
+def transfer_messages(
+    variant: Problem, context: TransferContext, message: str | None
+) -> list[dict]:
+    """The student's prompt for one arm: the Problem-Context, the teacher's message
+    (the message arm only), then the variant."""
+    attempt = context.attempt
     return render_messages(
-        variant.domain, "variant_transfer", problem=variant, original=original, message=message
+        variant.domain,
+        "variant_transfer",
+        problem=variant,
+        original=context.original,
+        attempt_trace=(attempt.text if attempt else "") or "",
+        attempt_answer=(attempt.answer if attempt else "") or "",
+        attempt_verdict=(attempt.status if attempt else "") or "",
+        message=message or "",
     )
 
 
@@ -96,17 +156,17 @@ def transfer_attempt(
     cache: JsonCache,
     student: str,
     variant: Problem,
-    original: Problem,
+    context: TransferContext,
     message: str | None,
     sampling: SamplingParams,
     seed: int,
     verifier,
 ):
-    """Flow: the student's graded attempt at ``variant`` -> its :class:`Attempt`.
+    """Flow: the student's graded attempt at ``variant`` in one arm -> its :class:`Attempt`.
 
-    Cached like every first student call: the attempt without a message is shared
-    by every teacher of the episode's problem and seed."""
-    messages = transfer_messages(variant, original, message)
+    Cached like every first student call: the alone arm is shared by every
+    teacher of the same problem, attempt and seed."""
+    messages = transfer_messages(variant, context, message)
     attempt: Attempt
     attempt, _ = yield from cached_student_call(
         cache, student, messages, replace(sampling, seed=seed), variant, verifier

@@ -51,11 +51,13 @@ saying nothing and are reported in ``info["action_error"]``; they never raise.
 
 Reward: at the last step, a preset of :mod:`intbench.envs.rewards` over
 ``success`` (phase 2 solved the problem), ``leaked`` (teacher messages that
-give the answer away, by :func:`~intbench.verifiers.leakage.answer_leaked`,
+give the answer away, by :func:`~intbench.verifiers.leakage.leak_verdict`,
 whether or not the checker withheld them: the teacher still tried to tell)
-and ``transfer`` (a fresh variant solved with the delivered teacher messages
-in context; see :mod:`intbench.envs.transfer`); ``"success"`` by default, 1
-for a solve less 2 per leaking message.
+and the transfer arms (a fresh variant after the original problem, with and
+without the delivered teacher messages; ``transfer_gain`` is their
+difference; see :mod:`intbench.envs.transfer`); ``"success"`` by default, 1
+for a solve less 2 per leaking message.  A message whose leak check could
+not finish scores the transfer arms as waiting.
 ``info`` holds ``messages`` (the ``tutor_teacher_ideation`` prompt for the
 teacher's next message), ``teacher_turn``, ``problem_id``, ``turn``,
 ``withheld``, ``check`` (the checker's verdict, only at a step whose message
@@ -90,12 +92,12 @@ from intbench.envs.common import (
 from intbench.envs.domains.prompting import render_messages
 from intbench.envs.domains.registry import get_domain
 from intbench.envs.env_options import TutorOptions
-from intbench.envs.rewards import resolve_weights, weighted_reward
+from intbench.envs.rewards import NO_TRANSFER, resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
 from intbench.tutor.elo import EloTable, config_for
-from intbench.verifiers.leakage import answer_leaked
+from intbench.verifiers.leakage import leak_verdict
 
 # KITE's submission budgets: 10 for code, 5 for math.
 DEFAULT_SUBMISSIONS = {"code": 10, "other": 5}
@@ -181,6 +183,7 @@ class TutorEnv(FlowEnv):
         self._turn = 0
         self._withheld = 0
         self._leaked = 0
+        self._undetermined = 0
         self._last_check: CheckResult | None = None
         self._ideation_turns = 0 if calibrating else self.options.ideation_turns
         condition = "calibration" if calibrating else "ideation" if self._ideation_turns else "solo"
@@ -230,15 +233,18 @@ class TutorEnv(FlowEnv):
                 elif self.options.notes:
                     yield from self._student_says(final=True)
             episode.timings["ideation_s"] += time.perf_counter() - started
-        transfer = False
+        transfer = dict(NO_TRANSFER)
         if episode.error or self._turn >= self._ideation_turns:
             if not episode.error:
                 started = time.perf_counter()
                 # The transfer attempt needs only the dialogue's messages, so it shares
                 # phase 2's batches.
                 _, transfer = yield from flows.gather(
-                    self._solve(), self._transfer(self._delivered_messages())
+                    self._solve(), self._transfer(self._delivered_messages(), None)
                 )
+                if self._undetermined:  # a leak check that could not finish: as waiting
+                    alone = transfer["transfer_alone"]
+                    transfer = {"transfer": alone, "transfer_alone": alone, "transfer_gain": 0.0}
                 episode.timings["solve_s"] += time.perf_counter() - started
             self._terminated = True
             if self.ratings is not None and not episode.error:
@@ -251,7 +257,9 @@ class TutorEnv(FlowEnv):
             "submissions": float(len(self._attempts)),
             "success": solved,
             "leaked": float(self._leaked),
-            "transfer": float(transfer),
+            "leak_undetermined": float(self._undetermined),
+            "derailed": 0.0,
+            **transfer,
         }
         reward = (
             weighted_reward(episode.reward_components, self.reward_weights)
@@ -301,7 +309,9 @@ class TutorEnv(FlowEnv):
             action_error=action_error,
         )
         if message is not None:
-            self._leaked += int(answer_leaked(self._current_problem, message))
+            verdict = leak_verdict(self._current_problem, message)
+            self._leaked += verdict == "leaked"
+            self._undetermined += verdict == "undetermined"
             check = rules_check(self._current_problem, message)
             if not check.leak and self.checker_spec != "rules":
                 check = yield from self._llm_check(message)

@@ -3,9 +3,10 @@
 :func:`intbench.envs.domains.generators.make_variant` redraws a problem's
 parameters from the same generator and skill.  This module asks it for
 ``n`` variants per problem, then checks what the LLM pipeline can only ask a
-validator about: the skill label is unchanged and the reference answer passes
+validator about: the skill label is unchanged, the reference answer passes
 the domain's own verifier against the problem recomputed from its stored
-parameters.  A variant that fails a check is dropped and the reason recorded; generator errors (a parameter draw that cannot produce a new
+parameters, and the original's answer does not also answer the variant
+(:mod:`.answers`).  A variant that fails a check is dropped and the reason recorded; generator errors (a parameter draw that cannot produce a new
 question) are recorded the same way.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 
 from intbench.envs.domains import registry
 from intbench.envs.domains.generators import make_variant, rebuild
+from intbench.generalization.answers import SHARED_ANSWER, shares_answer
 from intbench.records import Problem
 from intbench.verifiers import verify
 
@@ -73,6 +75,8 @@ def check_variant(original: Problem, variant: Problem) -> str | None:
     verdict = verify(rebuilt, reference_response(variant))
     if not verdict.correct:
         return f"reference answer fails the verifier ({verdict.status}: {verdict.feedback})"
+    if shares_answer(original, variant):
+        return SHARED_ANSWER
     return None
 
 

@@ -47,6 +47,7 @@ from intbench.agents.base import ChatBackend, SamplingParams
 from intbench.cache import JsonCache, stable_hash
 from intbench.envs.domains import registry
 from intbench.envs.domains.prompting import render_messages
+from intbench.generalization.answers import SHARED_ANSWER, shares_answer
 from intbench.generalization.parsing import (
     UNCATEGORIZED,
     Candidate,
@@ -523,4 +524,6 @@ def _rejections(variant: Problem, original: Problem, validation: Validation) -> 
     disagreement = solution_disagrees(variant)
     if disagreement:
         reasons.append(disagreement)
+    if variant.answer and shares_answer(original, variant):
+        reasons.append(SHARED_ANSWER)
     return reasons

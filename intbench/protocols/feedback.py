@@ -20,8 +20,10 @@ def attempts_telling_outcomes(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """One leaking turn against an episode without the teacher's message: the
     student's success and transfer alone (feedback and tutor episodes)."""
-    tell = {"success": helped, "auc": helped, "leaked": 1.0, "transfer": variant_helped}
-    wait = {"success": alone, "auc": alone, "leaked": 0.0, "transfer": variant_alone}
+    tell = {"success": helped, "auc": helped, "leaked": 1.0, "transfer": variant_helped,
+            "transfer_alone": variant_alone, "transfer_gain": variant_helped - variant_alone}
+    wait = {"success": alone, "auc": alone, "leaked": 0.0, "transfer": variant_alone,
+            "transfer_alone": variant_alone, "transfer_gain": 0.0}  # fmt: skip
     return tell, wait
 
 
@@ -38,7 +40,10 @@ SPEC = register_protocol(
         # (its domain's limit).
         teacher_sampling=SamplingParams(temperature=1.0, top_p=0.95, max_tokens=8192),
         parse_reply="intbench.protocols.feedback:parse_reply",
-        reward_components=("success", "auc", "leaked", "transfer"),
+        reward_components=(
+            "success", "auc", "leaked", "leak_undetermined", "transfer", "transfer_alone",
+            "transfer_gain", "derailed",
+        ),  # fmt: skip
         telling_outcomes="intbench.protocols.feedback:attempts_telling_outcomes",
         summarize="intbench.metrics.summary:summarize_feedback",
         final_correct="intbench.export:attempts_final_correct",

@@ -38,8 +38,14 @@ def telling_outcomes(
     """Intervening with a leak against waiting, whose outcome is the baseline's."""
     from intbench.envs.rewards import monitor_components
 
-    tell = monitor_components(bool(alone), True, bool(helped), True, bool(variant_helped))
-    wait = monitor_components(bool(alone), False, None, False, bool(variant_alone))
+    arms = {
+        "transfer": variant_helped,
+        "transfer_alone": variant_alone,
+        "transfer_gain": variant_helped - variant_alone,
+    }
+    alone_arm = {"transfer": variant_alone, "transfer_alone": variant_alone}
+    tell = monitor_components(bool(alone), True, bool(helped), True, arms)
+    wait = monitor_components(bool(alone), False, None, False, alone_arm)
     return tell, wait
 
 
@@ -67,9 +73,13 @@ SPEC = register_protocol(
             "post_correct",
             "intervened",
             "helpfulness",
+            "derailed",
             "success",
             "leaked",
+            "leak_undetermined",
             "transfer",
+            "transfer_alone",
+            "transfer_gain",
         ),
         telling_outcomes="intbench.protocols.monitor:telling_outcomes",
         summarize="intbench.metrics.summary:summarize_monitor",

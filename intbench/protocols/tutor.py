@@ -24,7 +24,10 @@ SPEC = register_protocol(
         # KITE (§4) states only T=0.7; the token limit (a dialogue turn) is this project's.
         teacher_sampling=SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024),
         parse_reply="intbench.protocols.tutor:parse_reply",
-        reward_components=("success", "leaked", "transfer"),
+        reward_components=(
+            "success", "leaked", "leak_undetermined", "transfer", "transfer_alone",
+            "transfer_gain", "derailed",
+        ),  # fmt: skip
         telling_outcomes="intbench.protocols.feedback:attempts_telling_outcomes",
         summarize="intbench.metrics.summary:summarize_tutor",
         final_correct="intbench.export:attempts_final_correct",

@@ -1,20 +1,28 @@
 """Does a teacher message give the answer away?
 
-A message leaks when some span of it is accepted by the domain's own
-verifier as the answer: every number or expression span for math (graded by
-the math verifier), the answer or an alias in the text grader's normal form
-for short answers, the output grid in any layout for ARC, and the reference
-solution's logic for code.  Each domain names its detector as
+A message leaks when the answer can be read out of it without solving the
+problem: some candidate read from the message (a span, a number written in
+words, a grid in any encoding, a program run on held-out tests) is accepted
+by the domain's own verifier.  Each domain names its detector as
 ``Domain.leak_check`` in its module; a domain that names none gets its
 kind's detector (:data:`KIND_LEAK_CHECKS`).
 
-:func:`answer_leaked` is the one entry point: the env rewards, the leakage
-audit, intervention categorisation, the tutor checker and the SFT filters
-all call it.  Every detector reads the whole message (a leak anywhere
+A detector answers with a :data:`LeakVerdict`: ``"leaked"`` (positive
+evidence: a candidate the verifier accepted), ``"clean"`` (every candidate
+was checked and rejected) or ``"undetermined"`` (a check could not finish,
+such as a verifier timeout on a power tower).  The rewards treat an
+undetermined message as waiting: never a penalty, never more.  A plugin
+detector may still return a bool (``True`` is ``"leaked"``).
+
+:func:`leak_verdict` is the one entry point; :func:`answer_leaked` is its
+``== "leaked"`` for callers that need a flag (intervention categorisation,
+the SFT filters).  Every detector reads the whole message (a leak anywhere
 counts) in time linear in its length (``benchmarks/leak_detector_cost.py``).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from intbench.envs.domains import registry
 from intbench.records import Problem
@@ -22,11 +30,23 @@ from intbench.verifiers.leakage.code import code_leaked
 from intbench.verifiers.leakage.grid import grid_leaked
 from intbench.verifiers.leakage.text import text_leaked
 
+LeakVerdict = Literal["leaked", "clean", "undetermined"]
+LEAK_VERDICTS: tuple[LeakVerdict, ...] = ("leaked", "clean", "undetermined")
+
 KIND_LEAK_CHECKS = {"text": text_leaked, "code": code_leaked, "grid": grid_leaked}
 """The leak check of each domain kind, for domains that set no ``leak_check``."""
 
 
-def answer_leaked(problem: Problem, message: str | None) -> bool:
+def as_verdict(result: object) -> LeakVerdict:
+    """A detector's answer as a :data:`LeakVerdict` (a bool from a plugin detector too)."""
+    if isinstance(result, bool):
+        return "leaked" if result else "clean"
+    if result in LEAK_VERDICTS:
+        return result  # type: ignore[return-value]
+    raise TypeError(f"a leak check returned {result!r}; return a bool or one of {LEAK_VERDICTS}")
+
+
+def leak_verdict(problem: Problem, message: str | None) -> LeakVerdict:
     """Whether ``message`` reveals ``problem``'s reference answer or solution.
 
     Raises:
@@ -34,7 +54,12 @@ def answer_leaked(problem: Problem, message: str | None) -> bool:
     """
     domain = registry.get_domain(problem.domain)
     if not message:
-        return False
+        return "clean"
     if domain.leak_check is not None:
-        return bool(registry.resolve(domain.leak_check)(problem, message))
-    return KIND_LEAK_CHECKS[domain.kind](problem, message)
+        return as_verdict(registry.resolve(domain.leak_check)(problem, message))
+    return as_verdict(KIND_LEAK_CHECKS[domain.kind](problem, message))
+
+
+def answer_leaked(problem: Problem, message: str | None) -> bool:
+    """Whether ``message`` certainly reveals the answer (:func:`leak_verdict` is ``"leaked"``)."""
+    return leak_verdict(problem, message) == "leaked"
