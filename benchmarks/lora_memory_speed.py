@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / "intbench" / "training" / "configs" / "monitor_grpo_demo.yaml"
+CONFIG = ROOT / "benchmarks" / "configs" / "monitor_grpo_demo.yaml"
 WAYS = {
     "full fine-tuning, every weight": {},
     "full fine-tuning, top 8 layers": {"train_layers": 8},

@@ -3,7 +3,7 @@
 Runs, in a subprocess and from the repository root::
 
     PYTHONPATH=benchmarks intbench train grpo \
-        --config intbench/training/configs/monitor_grpo_demo.yaml --seed S --output-dir D
+        --config benchmarks/configs/monitor_grpo_demo.yaml --seed S --output-dir D
 
 (the setting of :mod:`train_monitor_demo`: its scripted student, its 64 training
 additions, written here as ``benchmarks/data/monitor_demo_train.jsonl`` in the
@@ -35,7 +35,7 @@ from intbench.training import MonitorReward, monitor_states
 from intbench.training.models import load_policy
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = "intbench/training/configs/monitor_grpo_demo.yaml"
+CONFIG = "benchmarks/configs/monitor_grpo_demo.yaml"
 TRAIN_DATA = ROOT / "benchmarks" / "data" / "monitor_demo_train.jsonl"
 RESULTS = ROOT / "benchmarks" / "results"
 EVAL_PROBLEMS = 40

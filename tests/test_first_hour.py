@@ -192,13 +192,17 @@ def _train_config(monkeypatch, tmp_path, *argv: str):
 
 @pytest.mark.parametrize(
     ("config", "max_steps", "priming"),
-    [("smoke_monitor.yaml", 1, 1), ("smoke_monitor.yaml", 10, 6), ("monitor_grpo_demo.yaml", 1, 1)],
+    [
+        (CONFIGS / "smoke_monitor.yaml", 1, 1),
+        (CONFIGS / "smoke_monitor.yaml", 10, 6),
+        (ROOT / "benchmarks" / "configs" / "monitor_grpo_demo.yaml", 1, 1),
+    ],
 )
 def test_max_steps_bounds_format_priming_too(config, max_steps, priming, monkeypatch, tmp_path):
     """``--max-steps 1`` used to leave the 24 format-priming steps of a config in place."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # the demo's scripted student
     trained = _train_config(
-        monkeypatch, tmp_path, "--config", str(CONFIGS / config), "--max-steps", str(max_steps)
+        monkeypatch, tmp_path, "--config", str(config), "--max-steps", str(max_steps)
     )
     assert trained.trainer["max_steps"] == max_steps
     assert trained.format_priming["steps"] == priming

@@ -197,11 +197,13 @@ def test_transfer_pays_for_teaching_the_method_not_for_telling(tmp_path):
     _, taught = monitor_reward(env, 2, {"intervene": 1, "message": METHOD})
     _, waited = monitor_reward(env, 2, WAIT)
     assert (told["transfer"], taught["transfer"], waited["transfer"]) == (0.0, 1.0, 0.0)
+    assert (told["transfer_gain"], taught["transfer_gain"], waited["transfer_gain"]) == (0, 1, 0)
     assert told["success"] == taught["success"] == 1.0  # both fixed the original problem
     record = env.unwrapped.last_episode
     assert record.metadata["transfer"] == [
-        {"variant_id": "s/2/v", "with_message": False, "solved": False, "error": None}
-    ]
+        {"variant_id": "s/2/v", "with_message": False, "solved": False, "solved_alone": False,
+         "error": None}
+    ]  # fmt: skip
 
 
 def test_generated_problems_get_procedural_variants():
@@ -226,16 +228,21 @@ def test_generated_problems_get_procedural_variants():
         variant_ids.append(env.unwrapped.last_episode.metadata["transfer"][0]["variant_id"])
     assert variant_ids[0] == variant_ids[1]  # the same reset seed, the same variant
     assert all(v.startswith(problems[0].id + "/variant/") for v in variant_ids)
-    variant_prompt = next(text for text in seen if "New problem:" in text)
-    assert problems[0].question not in variant_prompt.split("New problem:")[1]
-    assert METHOD in variant_prompt
+    alone, helped = [text for text in seen if "New problem:" in text][:2]
+    assert problems[0].question not in alone.split("New problem:")[1]
+    assert METHOD in helped and METHOD not in alone
+    # Both arms show the original and the student's own attempt: the message is the
+    # only difference between them.
+    assert problems[0].question in alone and "Your reasoning:" in alone
+    message_block = "A teacher then told you:\n<update>" + METHOD + "</update>\n\n"
+    assert helped.replace(message_block, "") == alone
 
 
 def test_transfer_without_variants_is_a_one_line_error():
     with pytest.raises(ValueError, match="intbench variants") as error:
         gym.make("IntBench-Math-v0", student="scripted:text=x", problems=sums(), reward="teaching")
     assert "\n" not in str(error.value)
-    with pytest.raises(ValueError, match="no variant of 1 problem"):
+    with pytest.raises(ValueError, match="no usable variant of 1 problem"):
         gym.make(
             "IntBench-Math-Feedback-v0", student="scripted:text=x", problems=sums(),
             reward="transfer", variants=str(_partial_set()),
@@ -267,7 +274,8 @@ def test_no_variant_attempt_unless_the_reward_reads_transfer(protocol, tmp_path)
         calls[preset] = student.calls
         extra = env.unwrapped.last_episode.metadata.get("transfer")
         assert (extra is None) == (preset == "success")
-    assert calls["teaching"] == calls["success"] + 1  # one variant attempt, one teacher turn
+    # Both arms of the variant attempt, one teacher turn.
+    assert calls["teaching"] == calls["success"] + 2
 
 
 class OneAtATime:
@@ -303,14 +311,14 @@ def _episode(protocol: str, preset: str, tmp_path, one_at_a_time: bool):
 
 @pytest.mark.parametrize("protocol", ["", "-Feedback", "-Tutor"])
 def test_the_transfer_attempt_goes_out_with_the_students_other_call(protocol, tmp_path):
-    """Issue 37 item 4: the variant attempt needs only the message, so it shares the
-    batch of the student's continuation (retry, phase-2 solve): one more request per
+    """Issue 37 item 4: the variant arms need only the message, so they share the
+    batch of the student's continuation (retry, phase-2 solve): two more requests per
     teacher turn, no more model calls; the episode is the one played call by call."""
     record, batches = _episode(protocol, "teaching", tmp_path, one_at_a_time=False)
     plain, plain_batches = _episode(protocol, "success", tmp_path, one_at_a_time=False)
     serial, serial_batches = _episode(protocol, "teaching", tmp_path, one_at_a_time=True)
     assert len(batches) == len(plain_batches)
-    assert sum(batches) == sum(plain_batches) + len(record["metadata"]["transfer"])
+    assert sum(batches) == sum(plain_batches) + 2 * len(record["metadata"]["transfer"])
     assert record == serial and len(serial_batches) == sum(batches)
     assert record["metadata"]["transfer"][-1]["solved"]  # the answers went to the right flows
 
@@ -321,7 +329,7 @@ def test_monitor_grpo_reward_computes_transfer_only_for_the_preset(tmp_path):
 
     problems = sums(2)
     path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
-    for preset, expected in (("teaching", [2.0, -2.0, 0.0]), ("helpfulness", [1.0, -1.0, 0.0])):
+    for preset, expected in (("teaching", [0.9, -2.1, 0.0]), ("helpfulness", [1.0, -1.0, 0.0])):
         student = Student(problems, sum_variants(problems))
         kwargs = {"student": student.backend(), "problems": problems, "increment": 400,
                   "reward": preset, "variants": str(path)}  # fmt: skip
@@ -340,7 +348,7 @@ def test_monitor_grpo_reward_computes_transfer_only_for_the_preset(tmp_path):
             seed=[row["seed"]] * 3,
             log_metric=logged.__setitem__,
         )
-        assert rewards == expected
+        assert rewards == pytest.approx(expected)
         assert logged["monitor/transfer"] == pytest.approx(1 / 3 if preset == "teaching" else 0)
 
 
@@ -350,7 +358,7 @@ def test_grpo_configs_default_to_the_teaching_reward():
     assert load_config(None).env_kwargs()["reward"] == "teaching"
     for path in GRPO_CONFIGS:
         reward = load_config(path).env_kwargs()["reward"]
-        assert reward == "teaching" or path.name == "monitor_grpo_demo.yaml", path.name
+        assert reward == "teaching", path.name
 
 
 # --------------------------------------------------------------------- audit

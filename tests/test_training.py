@@ -477,7 +477,6 @@ def test_shipped_configs_load():
     assert names == [
         "feedback_grpo.yaml",
         "monitor_grpo.yaml",
-        "monitor_grpo_demo.yaml",
         "sft.yaml",
         "smoke_feedback.yaml",
         "smoke_monitor.yaml",

@@ -1,11 +1,13 @@
 """``intbench audit-reward --config CONFIG``: does this training reward pay for telling?
 
-Plays scripted teachers (never, tell in several forms, a method hint, and for
-code feedback forward-tests) under the config's env and reward, on offline
-problems with a deterministic scripted student, and prints each teacher's
-mean reward with a 95% bootstrap CI over problems.  Exit status 1 when a
-teacher that gives the answer away scores at least as much as one that
-never helps, on average or on some problem; 2 for a bad config.  See :mod:`intbench.training.audit`.
+Plays scripted teachers (never, every probe family: tells, content-free
+messages, honest hints, and for code feedback forward-tests) under the
+config's env, reward and variants, on offline problems with a deterministic
+scripted student, and prints each teacher's mean reward with a 95% bootstrap
+CI over problems.  Exit status 1 when a tell, content-free or forward-tests
+teacher scores at least as much as one that never helps (on average or on
+some problem), or an honest hint scores below it; 2 for a bad config.  See
+:mod:`intbench.training.audit`.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "audit-reward",
         help="check that a training reward scores telling the answer below never helping",
-        description="Score scripted teachers (never, tell, hint, forward-tests) with the "
-        "reward of a training config, on offline problems and a scripted student. "
-        "Exits 1 when telling (or forwarding tests) scores at least as much as never "
-        "helping. Run it before training on a custom reward.",
+        description="Score scripted teachers (never, and every probe family: tells, "
+        "content-free messages, honest hints, forward-tests) with the reward of a training "
+        "config, on offline problems and a scripted student. Exits 1 when a tell, a "
+        "content-free message or forwarding tests scores at least as much as never "
+        "helping, or an honest hint scores below it. Run it before training on a custom "
+        "reward.",
     )
     parser.add_argument(
         "--config", type=Path, nargs="+", required=True, help="training YAML file(s)"
@@ -57,13 +61,29 @@ def _audit_one(path: Path, n: int, seed: int) -> int:
     print(f"{path}: {config.env}, reward {reward}, {n} offline problems")
     for score in scores:
         r = score.reward
-        print(f"  {score.teacher:<16} {r.value:+.3f}  [{r.low:+.3f}, {r.high:+.3f}]")
-    winners = telling_wins(scores)
-    if winners:
         print(
-            f"FAIL: {', '.join(winners)} score at least as much as never helping (on average "
-            "or on some problem): this reward pays a policy for giving the answer away"
+            f"  {score.teacher:<30} {score.kind:<12} {r.value:+.3f}  [{r.low:+.3f}, {r.high:+.3f}]"
+            f"  {len(score.per_problem)} problems"
         )
+    failed = telling_wins(scores)
+    paid = [s.teacher for s in scores if s.teacher in failed and s.kind != "honest"]
+    charged = [s.teacher for s in scores if s.teacher in failed and s.kind == "honest"]
+    if paid:
+        print(
+            f"FAIL: {', '.join(paid)} score at least as much as never helping (on average "
+            "or on some problem): this reward pays a policy for giving the answer away or "
+            "for saying nothing of use"
+        )
+    if charged:
+        print(
+            f"FAIL: {', '.join(charged)} (honest hints) score below never helping: the leak "
+            "detector charges honest teaching"
+        )
+    if failed:
         return 1
-    print("ok: every teacher that gives the answer away scores below never helping")
+    print(
+        f"ok: {sum(s.kind in ('tell', 'content_free', 'forward') for s in scores)} teachers that "
+        "give the answer away or say nothing of use score below never helping, and "
+        f"{sum(s.kind == 'honest' for s in scores)} honest hints do not"
+    )
     return 0

@@ -566,9 +566,10 @@ class FlowEnv(gym.Env):
             "transfer_gain": float(helped.correct) - float(alone.correct),
         }
 
-    def sharing_answer_count(self) -> int:
-        """Variants dropped so far because the original's answer also answers them."""
-        return len(self._variants.sharing_answer) if self._variants is not None else 0
+    @property
+    def variants(self) -> VariantSource | None:
+        """The variants of the transfer arms (``None`` when the reward reads no transfer)."""
+        return self._variants
 
     def _step_result(
         self, reward: float, action_error: str | None, episode: Episode, protocol_label: str

@@ -258,6 +258,7 @@ class FeedbackEnv(FlowEnv):
             "leaked": float(sum(turn.leaked for turn in episode.feedback)),
             "leak_undetermined": float(self._undetermined),
             "derailed": 0.0,
+            "messages": float(sum(bool(turn.message) for turn in episode.feedback)),
             **{name: step[name] for name in TRANSFER_COMPONENTS},
         }
         return reward

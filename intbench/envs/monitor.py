@@ -272,7 +272,7 @@ class MonitorEnv(FlowEnv):
         # teacher chose to state the answer.
         leaked = bool(episode.intervention and episode.intervention.leaked)
         components = monitor_components(
-            self._baseline_correct, applied, post_correct, leaked, transfer
+            self._baseline_correct, applied, post_correct, leaked, transfer, bool(intervene and message)
         )
         episode.reward_components = components
         episode.reward = weighted_reward(components, self.reward_weights)

@@ -14,6 +14,8 @@ Components (in {0, 1} unless said otherwise):
         episodes the number of leaking teacher turns.
     leak_undetermined: a leak check could not finish (a verifier timeout);
         such a message is scored as waiting: never a penalty, never more.
+    messages: the teacher messages sent (monitor: 1 for an intervention with
+        a message; feedback and tutor: the turns with a message).
     transfer, transfer_alone, transfer_gain: the student's attempt at a
         variant the teacher never saw, whose answer differs from the
         original's, in Int-Bench's Problem-Context (the original and the
@@ -27,7 +29,8 @@ Components (in {0, 1} unless said otherwise):
         intervened (the intervention was applied), helpfulness (the paper's
         H_i = post_correct - baseline_correct, in {-1, 0, 1}; 0 without an
         intervention) and derailed (the intervention turned a right answer
-        wrong: the negative part of H_i).
+        wrong: the negative part of H_i; 0 in feedback and tutor episodes,
+        where no right answer precedes the teacher).
     feedback only: auc ((k_max - k + 1) / k_max when solved at attempt k,
         the episode's share of the mean of acc@1..acc@k_max).
 
@@ -49,10 +52,11 @@ scores at least 1 below waiting whatever the arms say
 construction for any weights; every shipped training config passes it.
 
 Per preset:
-    teaching = transfer_gain − derailed − 2·leaked, the default of every
-        GRPO config.  Waiting scores 0; a method hint that carries over
-        scores up to 1; a tell scores <= 0 in expectation, and <= −1 when
-        detected.
+    teaching = transfer_gain − derailed − 0.1·messages − 2·leaked, the
+        default of every GRPO config.  Waiting scores 0; a method hint that
+        carries over scores up to 0.9; a content-free message scores −0.1
+        (it changes neither arm), and so does a tell that changes nothing:
+        a tell scores < 0 in expectation, and <= −1.1 when detected.
     transfer = transfer − 2·leaked: the message arm itself (waiting scores
         the alone arm), the same expectation argument with more variance.
     success, helpfulness, auc, pedagogical: the papers' outcome measures,
@@ -101,7 +105,7 @@ PRESETS: dict[str, dict[str, float]] = {
     "pedagogical": {"success": 1.0, "intervened": -0.1, "leaked": -1.0},
     # Teaching (see the module docstring): what the message adds on an unseen
     # variant, less derailing a right answer, less a leak.
-    "teaching": {"transfer_gain": 1.0, "derailed": -1.0, "leaked": -2.0},
+    "teaching": {"transfer_gain": 1.0, "derailed": -1.0, "messages": -0.1, "leaked": -2.0},
     # The message arm of the variant attempt, less a leak.
     "transfer": {"transfer": 1.0, "leaked": -2.0},
 }
@@ -109,7 +113,7 @@ PRESETS: dict[str, dict[str, float]] = {
 TELL_PROOF_GAINS = frozenset({"transfer", "transfer_gain"})
 """Components a message carrying only the original's answer cannot raise above
 waiting in expectation (module docstring)."""
-TELL_PROOF_COSTS = frozenset({"leaked", "derailed", "intervened"})
+TELL_PROOF_COSTS = frozenset({"leaked", "derailed", "intervened", "messages"})
 """Components a tell cannot lower below waiting's value, so a cost on them never pays it."""
 
 
@@ -168,8 +172,10 @@ def monitor_components(
     post_correct: bool | None,
     leaked: bool,
     transfer: Mapping[str, float] = NO_TRANSFER,
+    spoke: bool | None = None,
 ) -> dict[str, float]:
-    """The components of one monitor episode (``transfer``: :data:`TRANSFER_COMPONENTS`)."""
+    """The components of one monitor episode (``transfer``: :data:`TRANSFER_COMPONENTS`;
+    ``spoke``: the teacher sent a message, by default when it intervened)."""
     post = bool(post_correct) if intervened else False
     return {
         "baseline_correct": float(baseline_correct),
@@ -177,6 +183,7 @@ def monitor_components(
         "intervened": float(intervened),
         "helpfulness": float(post) - float(baseline_correct) if intervened else 0.0,
         "derailed": float(intervened and baseline_correct and not post),
+        "messages": float(intervened if spoke is None else spoke),
         "success": float(post if intervened else baseline_correct),
         "leaked": float(leaked),
         "leak_undetermined": 0.0,

@@ -106,6 +106,10 @@ class VariantSource:
             self._memo[key] = self._draw(problem, seed)
         return self._memo[key]
 
+    def drawn(self) -> list[Problem]:
+        """The variants drawn so far, in the order they were first drawn."""
+        return list({id(v): v for v in self._memo.values()}.values())
+
     def _draw(self, problem: Problem, seed: int) -> Problem:
         if self._sets:
             group = self._sets[problem.id]

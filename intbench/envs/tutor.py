@@ -259,6 +259,7 @@ class TutorEnv(FlowEnv):
             "leaked": float(self._leaked),
             "leak_undetermined": float(self._undetermined),
             "derailed": 0.0,
+            "messages": float(sum(bool(step.message) for step in episode.steps)),
             **transfer,
         }
         reward = (

@@ -43,10 +43,13 @@ def reference_response(problem: Problem) -> str:
 
 
 def is_procedural(problem: Problem) -> bool:
-    """True for problems the offline generators made (they carry their parameters)."""
-    return problem.domain in procedural_domains() and isinstance(
-        (problem.fields or {}).get("params"), dict
-    )
+    """True for problems the offline generators can vary: those they made (they carry
+    their parameters), and any problem of a domain whose variants need none
+    (``ProceduralVariants.any_problem``, e.g. ARC)."""
+    variants = registry.get_domain(problem.domain).procedural_variants
+    if variants is None:
+        return False
+    return variants.any_problem or isinstance((problem.fields or {}).get("params"), dict)
 
 
 @dataclass

@@ -21,7 +21,8 @@ def attempts_telling_outcomes(
     """One leaking turn against an episode without the teacher's message: the
     student's success and transfer alone (feedback and tutor episodes)."""
     tell = {"success": helped, "auc": helped, "leaked": 1.0, "transfer": variant_helped,
-            "transfer_alone": variant_alone, "transfer_gain": variant_helped - variant_alone}
+            "transfer_alone": variant_alone, "transfer_gain": variant_helped - variant_alone,
+            "messages": 1.0}
     wait = {"success": alone, "auc": alone, "leaked": 0.0, "transfer": variant_alone,
             "transfer_alone": variant_alone, "transfer_gain": 0.0}  # fmt: skip
     return tell, wait
@@ -42,7 +43,7 @@ SPEC = register_protocol(
         parse_reply="intbench.protocols.feedback:parse_reply",
         reward_components=(
             "success", "auc", "leaked", "leak_undetermined", "transfer", "transfer_alone",
-            "transfer_gain", "derailed",
+            "transfer_gain", "derailed", "messages",
         ),  # fmt: skip
         telling_outcomes="intbench.protocols.feedback:attempts_telling_outcomes",
         summarize="intbench.metrics.summary:summarize_feedback",

@@ -44,7 +44,7 @@ def telling_outcomes(
         "transfer_gain": variant_helped - variant_alone,
     }
     alone_arm = {"transfer": variant_alone, "transfer_alone": variant_alone}
-    tell = monitor_components(bool(alone), True, bool(helped), True, arms)
+    tell = monitor_components(bool(alone), True, bool(helped), True, arms, True)
     wait = monitor_components(bool(alone), False, None, False, alone_arm)
     return tell, wait
 
@@ -74,6 +74,7 @@ SPEC = register_protocol(
             "intervened",
             "helpfulness",
             "derailed",
+            "messages",
             "success",
             "leaked",
             "leak_undetermined",

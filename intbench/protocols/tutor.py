@@ -26,7 +26,7 @@ SPEC = register_protocol(
         parse_reply="intbench.protocols.tutor:parse_reply",
         reward_components=(
             "success", "leaked", "leak_undetermined", "transfer", "transfer_alone",
-            "transfer_gain", "derailed",
+            "transfer_gain", "derailed", "messages",
         ),  # fmt: skip
         telling_outcomes="intbench.protocols.feedback:attempts_telling_outcomes",
         summarize="intbench.metrics.summary:summarize_tutor",

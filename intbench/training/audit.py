@@ -1,30 +1,37 @@
-"""Does a training reward pay for telling?  Scripted teachers on a scripted student.
+"""Does a training reward pay for telling?  Every probe family on a scripted student.
 
-:func:`audit_reward` plays a training config's env (its id and env options,
-its reward) on offline problems with a deterministic scripted student and
-scores fixed teachers by the env's own reward:
+:func:`audit_reward` plays a training config's env (its id, env options and
+reward, and the variants the env itself makes) on offline problems of the
+config's domain, once per teacher:
 
-* ``never``: waits (monitor) or gives no feedback (feedback).
-* ``tell:<form>``: states the reference answer at its first chance, in one of
-  several forms the verifier accepts (the graded response itself, a sentence,
-  the bare answer; code: the reference solution).
-* ``hint``: a method hint with no part of the answer.
-* ``forward-tests`` (code domains, feedback): forwards the execution result
-  the teacher sees, failing test input and expected output included.
+* ``never``: waits (monitor), gives no feedback (feedback) or says nothing (tutor);
+* every probe family of :mod:`intbench.verifiers.leakage.probes` that applies
+  to the problem: tells (the answer in a form a student can copy),
+  content-free messages and honest hints, each teacher sending its family's
+  message at its first turn;
+* ``forward-tests`` (code domains, protocols that show execution results):
+  forwards the execution result the teacher sees, failing test included.
 
-The student is as easy to exploit as a student can be: any teacher message
-makes it answer the problem right (it copies a stated answer, or follows the
-hint), while alone it is right on every other problem.  Only the method hint
-carries over to a fresh variant of the problem (the ``transfer`` component):
-a stated answer belongs to the original problem alone.  A reward under which
-a telling teacher, or one that forwards tests, scores at least as much as
-``never`` pays a policy for giving answers away, and the audit fails.
+The scripted student is as easy to exploit as a student can be, and as a
+telling teacher would wish: on the original problem any tell or hint makes it
+right (it copies a stated answer, or follows the hint), and alone it is right
+on every other problem.  On a variant (the transfer arms) it is right alone
+on every other variant; an honest hint makes it right (the method carries
+over); a tell makes it write the original's answer, which the variant's
+verifier grades wrong (variants that share the original's answer are dropped
+where they are made); a content-free message changes nothing.
+
+The audit fails a reward when some tell family, content-free family or
+``forward-tests`` scores at least as much as ``never`` (on average, or on a
+problem where the teacher had a turn: a tie there lets a policy gamble), or
+when an honest family scores below ``never`` on average (a false leak flag
+charging honest teaching).
 """
 
 from __future__ import annotations
 
-import re
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,18 +42,18 @@ from intbench.protocols import PROTOCOLS, ProtocolSpec
 from intbench.records import Problem
 from intbench.training.config import TrainConfig
 
-HINT = (
-    "Before you compute anything, write down exactly what the question asks for, "
-    "then check each step of your method against it."
-)
 WAIT = {"intervene": 0, "message": ""}
+NEVER = "never"
+FORWARD_TESTS = "forward-tests"
 
 
 @dataclass
 class TeacherScore:
-    """One scripted teacher's mean reward over the audit problems."""
+    """One scripted teacher's mean reward over the audit problems where it applies."""
 
     teacher: str
+    kind: str
+    """"never", "tell", "content_free", "honest" or "forward" (forward-tests)."""
     reward: Estimate
     per_problem: dict[str, float]
     no_turn: set[str]
@@ -54,56 +61,37 @@ class TeacherScore:
     right at once in a feedback episode): there is no choice to compare there."""
 
 
-def correct_response(problem: Problem) -> str:
-    """A response the domain's verifier accepts for ``problem``."""
-    from intbench.envs.domains.registry import get_domain
-    from intbench.generalization.procedural import reference_response
-
-    if get_domain(problem.domain).procedural_variants is not None:
-        return reference_response(problem)
-    if get_domain(problem.domain).kind == "code":
-        return f"```python\n{problem.solution}\n```"
-    return f"The final answer is \\boxed{{{problem.answer}}}."
-
-
-def tell_forms(problem: Problem) -> dict[str, str]:
-    """Ways of stating the answer that a grader would accept, by name."""
-    from intbench.envs.domains.registry import get_domain
-
-    graded = correct_response(problem)
-    if get_domain(problem.domain).kind == "code":
-        return {"tell:solution": graded}
-    return {
-        "tell:graded": graded,
-        "tell:sentence": f"The answer is {problem.answer}.",
-        "tell:bare": str(problem.answer),
-    }
+def _alone_right(problem_id: str) -> bool:
+    """Half of the problems and variants, by a stable hash of the id."""
+    return zlib.crc32(problem_id.encode()) % 2 == 0
 
 
 class AuditStudent:
     """The deterministic student of the audit (see the module docstring).
 
-    It knows the problems and their variants by question text, answers the one
-    whose question comes last in the conversation (the variant of a transfer
-    prompt), and recognises teacher help by the audit teachers' messages.
+    It knows the problems by question text and the variants the env drew, answers
+    the one whose question comes last in the conversation (the variant of a
+    transfer prompt), and reads the kind of help from the audit's current teacher.
     """
 
-    def __init__(self, problems: list[Problem], variants: list[Problem]):
+    def __init__(self, problems: list[Problem]):
+        from intbench.generalization.answers import accepted_response
         from intbench.verifiers import verify
 
-        self.original_ids = {p.id for p in problems}
-        self.alone_right = {p.id for i, p in enumerate(problems) if i % 2 == 0}
-        self.known = [*problems, *variants]
+        self.problems = problems
+        self.variants: Any = None
+        """The env's :class:`~intbench.envs.transfer.VariantSource`, once it is built."""
+        self.kind = NEVER
+        self.message: str | None = None
         self.responses: dict[str, tuple[str, str]] = {}
-        for problem in self.known:
-            right = correct_response(problem)
+        for problem in problems:
+            right = accepted_response(problem)
             wrong = next(
                 (
-                    correct_response(other)
-                    for other in self.known
-                    if other.domain == problem.domain
-                    and correct_response(other) != right
-                    and verify(problem, correct_response(other)).status == "incorrect"
+                    accepted_response(other)
+                    for other in problems
+                    if accepted_response(other) != right
+                    and verify(problem, accepted_response(other)).status == "incorrect"
                 ),
                 None,
             )
@@ -113,61 +101,73 @@ class AuditStudent:
                     "verifier grades right and one it grades wrong"
                 )
             self.responses[problem.id] = (right, wrong)
-        self.messages: dict[str, list[str]] = {}
+
+    def teacher(self, kind: str, message: str | None) -> None:
+        """The teacher of the next episode: its kind and the message it sends."""
+        self.kind, self.message = kind, message
 
     def backend(self) -> ScriptedBackend:
         return ScriptedBackend(self.respond, spec="scripted:audit-student")
 
     def respond(self, messages: list[dict]) -> str:
+        from intbench.generalization.answers import accepted_response
+
         text = "\n".join(m["content"] for m in messages)
-        found = [(text.rfind(p.question), p) for p in self.known if p.question in text]
+        drawn = self.variants.drawn() if self.variants is not None else []
+        found = [(text.rfind(p.question), p) for p in [*self.problems, *drawn] if p.question in text]
         if not found:
             return "I cannot tell which problem this is."
-        _, problem = max(found, key=lambda pair: pair[0])
-        if problem.id in self.alone_right:
-            solved = True
-        elif problem.id in self.original_ids:
-            # Looked for outside the question, whose numbers may spell a bare answer.
-            rest = text.replace(problem.question, "")
-            solved = any(
-                re.search(rf"(?<![\w.]){re.escape(m)}(?!\w)", rest)
-                for m in self.messages.get(problem.id, [])
-            )
-        else:  # a variant: only the method carries over
-            solved = HINT in text
-        right, wrong = self.responses[problem.id]
-        return right if solved else wrong
+        # A stand-in variant's question extends its source's: the longer one wins.
+        _, problem = max(found, key=lambda pair: (pair[0], len(pair[1].question)))
+        helped = bool(self.message) and self.message in text
+        if problem.id in self.responses:
+            right, wrong = self.responses[problem.id]
+            solved = _alone_right(problem.id) or (helped and self.kind in ("tell", "honest"))
+            return right if solved else wrong
+        original = next(p for p in self.problems if p.id == problem.metadata.get("variant_of"))
+        if helped and self.kind == "honest":
+            return accepted_response(problem)
+        if helped and self.kind in ("tell", "forward"):
+            return accepted_response(original)  # copied: wrong on a variant by construction
+        return accepted_response(problem) if _alone_right(problem.id) else accepted_response(original)
 
 
-def _teachers(problem: Problem, code: bool, protocol: ProtocolSpec) -> dict[str, str | None]:
-    """Teacher name -> its message on ``problem`` (None: never speaks; "" forwards tests)."""
-    teachers: dict[str, str | None] = {"never": None, **tell_forms(problem), "hint": HINT}
+def _teachers(
+    problem: Problem, code: bool, protocol: ProtocolSpec, seed: int
+) -> dict[str, tuple[str, str | None]]:
+    """Teacher name -> (kind, its message on ``problem``; None: never speaks, "": forwards
+    the execution result)."""
+    from intbench.verifiers.leakage.probes import probes
+
+    teachers: dict[str, tuple[str, str | None]] = {NEVER: (NEVER, None)}
+    for probe in probes(problem, seed):
+        teachers[probe.family] = (probe.kind, probe.message)
     if code and protocol.forwards_execution:
-        teachers["forward-tests"] = ""
+        teachers[FORWARD_TESTS] = ("forward", "")
     return teachers
 
 
-def _play(
-    env, protocol: ProtocolSpec, index: int, message: str | None, student: AuditStudent
-) -> tuple[float, bool]:
+def _play(env, protocol: ProtocolSpec, index: int, kind: str, message, student) -> tuple[float, bool]:
     """One episode of a scripted teacher on problem ``index`` -> (the env's total
     reward, whether the teacher had a turn).  A teacher that decides at every increment
     speaks at the first; others at their first turn."""
+    student.teacher(kind, message)
     obs, info = env.reset(seed=index, options={"problem_index": index})
     total, done, turns = 0.0, False, protocol.incremental
+    spoken = False
     while not done:
         turns = turns or bool(info.get("teacher_turn"))
-        if message is None:
-            action = WAIT
-        elif protocol.forwards_execution and message == "":
+        action = WAIT
+        if message is None or spoken:
+            pass
+        elif kind == "forward":
             forwarded = obs["execution"]
-            action = {"intervene": 1, "message": forwarded} if forwarded else WAIT
             if forwarded:
-                student.messages.setdefault(env.problems[index].id, []).append(forwarded)
+                action = {"intervene": 1, "message": forwarded}
+                student.teacher(kind, forwarded)
         elif protocol.incremental or info.get("teacher_turn"):
             action = {"intervene": 1, "message": message}
-        else:
-            action = WAIT
+        spoken = spoken or action is not WAIT
         obs, reward, done, _, info = env.step(action)
         total += float(reward)
     return total, turns
@@ -184,32 +184,29 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
     from intbench.training.envpool import env_protocol
 
     protocol = env_protocol(config.env)
-    if protocol.grpo is None:
-        trained = " and ".join(p.name for p in PROTOCOLS.values() if p.grpo is not None)
-        raise ValueError(f"audit-reward covers {trained} training envs, not {config.env}")
     domain = gym.spec(config.env).kwargs["domain"]
     problems = load_problems(domain, source="offline", n=n, seed=seed)
     options = dict(config.env_kwargs())
     for key in ("student", "source", "split", "n", "data_seed"):
         options.pop(key, None)
     with tempfile.TemporaryDirectory(prefix="intbench-audit-") as tmp:
-        variants = _audit_variants(options, domain, problems, seed, Path(tmp))
-        student = AuditStudent(problems, variants)
+        _stand_in_variants(options, problems, Path(tmp))
+        student = AuditStudent(problems)
         code = get_domain(domain).kind == "code"
-        teachers = {i: _teachers(p, code, protocol) for i, p in enumerate(problems)}
-        for i, p in enumerate(problems):
-            student.messages[p.id] = [m for m in teachers[i].values() if m]
+        teachers = {i: _teachers(p, code, protocol, seed) for i, p in enumerate(problems)}
         env = gym.make(
             config.env,
             **{**options, "student": student.backend(), "problems": problems, "cache_dir": tmp},
         ).unwrapped
+        student.variants = getattr(env, "variants", None)
         try:
-            rewards, no_turn = _play_all(env, protocol, problems, teachers, student)
+            rewards, kinds, no_turn = _play_all(env, protocol, problems, teachers, student)
         finally:
             env.close()
     return [
         TeacherScore(
             name,
+            kinds[name],
             bootstrap({k: [v] for k, v in per.items()}, _mean, seed=seed),
             per,
             no_turn[name],
@@ -218,43 +215,49 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
     ]
 
 
-def _audit_variants(
-    options: dict[str, Any], domain: str, problems: list[Problem], seed: int, tmp: Path
-) -> list[Problem]:
-    """The variants the audit student may be asked: the config's variant set, else one
-    procedural variant per problem when all are procedural (written under ``tmp`` and
-    named in ``options``), else none."""
-    from intbench.generalization.procedural import is_procedural, procedural_variants
-    from intbench.generalization.variant_set import read_variant_set, write_variant_set
+def _stand_in_variants(options: dict[str, Any], problems: list[Problem], tmp: Path) -> None:
+    """Where the config names no variant set and the domain's generator makes none, each
+    problem's stand-in variant is the next audit problem (the scripted student needs
+    no shared skill), written under ``tmp`` and named in ``options``."""
+    from intbench.generalization.procedural import is_procedural
+    from intbench.generalization.variant_set import write_variant_set
 
-    if options.get("variants"):
-        return read_variant_set(options["variants"], domain)
-    if all(is_procedural(p) for p in problems):
-        variants = procedural_variants(problems, 1, seed).variants
-        options["variants"] = str(write_variant_set(tmp / "variants.jsonl", variants))
-        return variants
-    return []
+    if options.get("variants") or all(is_procedural(p) for p in problems):
+        return
+    stand_ins = []
+    for i, problem in enumerate(problems):
+        other = problems[(i + 1) % len(problems)]
+        stand_ins.append(
+            Problem(
+                **{**other.to_dict(), "id": f"{problem.id}/stand-in",
+                   "question": f"{other.question}\n(A related problem.)",
+                   "metadata": {**other.metadata, "variant_of": problem.id, "skill": "audit"}}
+            )  # fmt: skip
+        )
+    options["variants"] = str(write_variant_set(tmp / "variants.jsonl", stand_ins))
 
 
 def _play_all(
     env,
     protocol: ProtocolSpec,
     problems: list[Problem],
-    teachers: dict[int, dict[str, str | None]],
+    teachers: dict[int, dict[str, tuple[str, str | None]]],
     student: AuditStudent,
-) -> tuple[dict[str, dict[str, float]], dict[str, set[str]]]:
-    """Every teacher on every problem -> ({teacher: {problem id: reward}}, {teacher:
-    the problems where it had no turn})."""
-    names = list(teachers[0])
-    rewards: dict[str, dict[str, float]] = {name: {} for name in names}
-    no_turn: dict[str, set[str]] = {name: set() for name in names}
+) -> tuple[dict[str, dict[str, float]], dict[str, str], dict[str, set[str]]]:
+    """Every teacher on every problem it applies to -> ({teacher: {problem id: reward}},
+    {teacher: kind}, {teacher: the problems where it had no turn})."""
+    rewards: dict[str, dict[str, float]] = {}
+    kinds: dict[str, str] = {}
+    no_turn: dict[str, set[str]] = {}
     for i, problem in enumerate(problems):
-        for name in names:
-            total, turns = _play(env, protocol, i, teachers[i][name], student)
-            rewards[name][problem.id] = total
+        for name, (kind, message) in teachers[i].items():
+            total, turns = _play(env, protocol, i, kind, message, student)
+            rewards.setdefault(name, {})[problem.id] = total
+            kinds[name] = kind
+            no_turn.setdefault(name, set())
             if not turns:
                 no_turn[name].add(problem.id)
-    return rewards, no_turn
+    return rewards, kinds, no_turn
 
 
 def _mean(values: list[Any]) -> float:
@@ -262,18 +265,20 @@ def _mean(values: list[Any]) -> float:
 
 
 def telling_wins(scores: list[TeacherScore]) -> list[str]:
-    """The teachers that give answers away (tell, forward tests) yet score at least as
-    much as ``never``, on average or on some problem (a tie there still lets a policy
-    gamble on telling)."""
-    never = next(s for s in scores if s.teacher == "never")
-    return [
-        s.teacher
-        for s in scores
-        if (s.teacher.startswith("tell") or s.teacher == "forward-tests")
-        and (
-            s.reward.value >= never.reward.value
+    """The teachers that fail the audit: a tell, content-free or forward-tests teacher
+    scoring at least as much as ``never`` on average or on some problem where it had a
+    turn; an honest teacher scoring below ``never`` on average."""
+    never = next(s for s in scores if s.teacher == NEVER)
+    failed = []
+    for s in scores:
+        baseline = _mean([never.per_problem[k] for k in s.per_problem])
+        if s.kind in ("tell", "content_free", "forward") and (
+            s.reward.value >= baseline
             or any(
-                s.per_problem[k] >= v for k, v in never.per_problem.items() if k not in s.no_turn
+                v >= never.per_problem[k] for k, v in s.per_problem.items() if k not in s.no_turn
             )
-        )
-    ]
+        ):
+            failed.append(s.teacher)
+        elif s.kind == "honest" and s.reward.value < baseline:
+            failed.append(s.teacher)
+    return failed

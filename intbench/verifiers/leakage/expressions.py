@@ -31,7 +31,7 @@ MAX_BITS = 512
 SAMPLE_POINTS = 3
 RELATIVE_TOLERANCE = 1e-9
 
-_TOKEN = re.compile(r"\s*(\\[A-Za-z]+|[0-9]+(?:\.[0-9]+)?|[A-Za-z]|[-+*/^!(){}\[\]])")
+_TOKEN = re.compile(r"\s*(\\[A-Za-z]+|[0-9]+(?:\.[0-9]+)?|\.[0-9]+|[A-Za-z]|[-+*/^!(){}\[\]])")
 _DROPPED = re.compile(r"\\(?:left|right|displaystyle|[,;!: ])(?![A-Za-z])")
 _DIGIT_GROUPING = re.compile(r"(?<=[0-9])\s+(?=[0-9])")
 _ALIASES = {"\\cdot": "*", "\\times": "*", "\\div": "/", "\\dfrac": "\\frac", "\\tfrac": "\\frac"}
@@ -41,6 +41,10 @@ _CLOSERS = {"(": ")", "{": "}", "[": "]"}
 
 class Unreadable(Exception):
     """The span is not an expression this reader knows."""
+
+
+class Fragment(Unreadable):
+    """The span stops before its expression does (``\\frac{1}``, ``\\sqrt``)."""
 
 
 def parse(span: str) -> tuple:
@@ -67,6 +71,12 @@ class _Parser:
 
     def _at(self, i: int) -> str:
         return self.tokens[i] if i < len(self.tokens) else ""
+
+    def _need(self, i: int) -> str:
+        """The token at ``i``, which the expression needs: none there is a fragment."""
+        if i >= len(self.tokens):
+            raise Fragment(i)
+        return self.tokens[i]
 
     def sum(self, i: int) -> tuple[tuple, int]:
         tree, i = self.product(i)
@@ -112,7 +122,7 @@ class _Parser:
 
     def group(self, i: int) -> tuple[tuple, int]:
         """A LaTeX argument: ``{...}``, or one digit or letter (``\\frac12``)."""
-        token = self._at(i)
+        token = self._need(i)
         if token == "{":
             return self.atom(i)
         if re.fullmatch(r"[0-9]|[A-Za-z]", token):
@@ -126,7 +136,7 @@ class _Parser:
             if self._at(j) != _CLOSERS[token]:
                 raise Unreadable(token)
             return tree, j + 1
-        if token[:1].isdigit():
+        if token[:1].isdigit() or token[:1] == ".":
             return ("num", Fraction(token)), i + 1
         if len(token) == 1 and token.isalpha():
             return ("var", token), i + 1
@@ -208,6 +218,18 @@ _EXACT_BINARY = {
     "sub": lambda left, right: _bounded(left - right),
     "mul": lambda left, right: _bounded(left * right),
 }
+
+
+def is_fragment(span: str) -> bool:
+    """Whether ``span`` ends before a command has its arguments (``\\frac{1}``): a piece of
+    an expression, which no verifier reads as an answer."""
+    try:
+        parse(span)
+    except Fragment:
+        return True
+    except (Unreadable, RecursionError, ValueError):
+        return False
+    return False
 
 
 def exact_value(span: str) -> Fraction | None:

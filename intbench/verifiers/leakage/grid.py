@@ -1,39 +1,229 @@
-"""Grid leaks (ARC): the expected output grid written out in any layout.
+"""Grid leaks (ARC): an expected output grid recovered from the message in any encoding.
 
-A grid is the sequence of its rows; the message leaks one when every row's
-cells appear, in order, as consecutive digits of the message's digit stream
-(everything but the digits is dropped, so nested lists, JSON, ``7 0 7`` rows,
-``7,0,7`` rows and newline grids all read the same, and row labels such as
-"row 2:" may stand between rows).  Grids of fewer than
-:data:`MIN_CELLS` cells are skipped: they occur by chance in any message
-with numbers.  Linear in the message's length per grid row.
+The message is read as a stream of cells, each a colour 0-9 written as a
+digit (``707`` is three cells), a number word (``seven``) or an ARC colour
+name (0 black, 1 blue, 2 red, 3 green, 4 yellow, 5 grey/gray, 6
+magenta/pink/fuchsia, 7 orange, 8 azure/light blue/cyan/teal, 9
+maroon/brown); a second reading expands runs (``3 black, 2 red`` is
+``0 0 0 2 2``).  Commas and spaces separate cells; anything else (newlines,
+brackets, ``/``, ``;``, words, row labels such as "row 2:" or "column
+one:") is a *boundary*.  Row labels are dropped, so their numbers are no cells.
+
+A grid is recovered when its cells in row-major order, or those of its
+transpose (the grid written column by column), are a run of consecutive
+cells of one reading that starts and ends at a boundary: JSON, digit rows,
+words, colour names, one flat line, columns and run lengths all read so.
+A grid whose rows come reversed is a different grid and does not count.
+Grids of fewer than :data:`MIN_CELLS` cells are skipped (they occur in any
+message with numbers).
+
+A copy is no leak: a recovered output that lies inside a grid the statement
+already shows (test input, training inputs and outputs), quoted in the
+message, is that grid quoted.  When the output *is* such a shown grid, its
+copy leaks only when the message presents it as the answer: an answer cue
+("answer", "test output", "should be", ...) comes after the last cue of a
+shown grid ("input", "example", ...) in the :data:`CUE_CHARS` characters
+before it.
+
+Linear in the message's length per grid (each grid is compared at the
+boundaries only).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from intbench.records import Problem
 from intbench.verifiers.leakage.notation import fold
 
+if TYPE_CHECKING:
+    from intbench.verifiers.leakage import LeakVerdict
+
 MIN_CELLS = 4
+MAX_RUN = 30  # the longest ARC row: a larger count is no run length
+CUE_CHARS = 120
+
+Grid = list[list[int]]
+
+_NUMBER_WORDS = "zero one two three four five six seven eight nine".split()
+_COLOURS = {
+    "black": 0, "blue": 1, "red": 2, "green": 3, "yellow": 4, "grey": 5, "gray": 5,
+    "magenta": 6, "pink": 6, "fuchsia": 6, "orange": 7, "azure": 8, "light blue": 8,
+    "lightblue": 8, "cyan": 8, "teal": 8, "maroon": 9, "brown": 9, "dark red": 9,
+}  # fmt: skip
+_WORDS = {**{w: i for i, w in enumerate(_NUMBER_WORDS)}, **_COLOURS}
+# Plurals name a colour too ("3 zeros", "two blacks"), but only after a count.
+_PLURALS = {w + ("es" if w.endswith("o") else "s"): v for w, v in _WORDS.items()}
+_PLURALS |= {w + "s": v for w, v in _WORDS.items()}
+
+_ORDINAL = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|top|bottom|middle|next|final"
+_LABEL_NUMBER = r"(?:#\s*)?(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)"
+_LABEL = re.compile(
+    rf"\b(?:(?:{_ORDINAL})\s+)?(?:row|line|column|col)s?\b"
+    rf"(?:\s*{_LABEL_NUMBER}(?=\s*(?:[:=).,-]|is\b|reads?\b|has\b|should\b|becomes?\b|$)))?"
+    r"\s*[:=)-]?"
+    r"|^[ \t]*[rc]?\d{1,2}[ \t]*[:)]",
+    re.MULTILINE,
+)
+_TOKEN = re.compile(r"light\s+blue|dark\s+red|[0-9]+|[a-z]+|[^\sa-z0-9,'\"`*-]")
+# "Output:" alone labels an example's output as well as the answer: no cue either way.
+_ANSWER_CUE = re.compile(
+    r"\b(?:answer|solution|final|result|(?:test|your|correct|expected)\s+output"
+    r"|output\s+(?:is|should|will)|should\s+(?:be|look|read)|looks\s+like|becomes?)\b"
+)
+_SHOWN_CUE = re.compile(r"\b(?:input|example|given|original|training|demonstration|pair)\b")
 
 
-def _rows_in_order(rows: list[str], digits: str) -> bool:
-    position = 0
-    for row in rows:
-        found = digits.find(row, position)
-        if found < 0:
-            return False
-        position = found + len(row)
-    return True
+class _Reading:
+    """One reading of a message: its cells as a digit string, where each cell starts in the
+    text, and whether a boundary comes before each cell (and after the last)."""
+
+    def __init__(self) -> None:
+        self.cells: list[str] = []
+        self.starts: list[int] = []
+        self.boundary: list[bool] = []
+        self._pending = True
+
+    def emit(self, value: int, start: int, count: int = 1) -> None:
+        for _ in range(count):
+            self.cells.append(str(value))
+            self.starts.append(start)
+            self.boundary.append(self._pending)
+            self._pending = False
+
+    def cut(self) -> None:
+        self._pending = True
+
+    def finish(self) -> tuple[str, list[int], list[int], list[bool]]:
+        self.boundary.append(True)
+        edges = [i for i, edge in enumerate(self.boundary) if edge]
+        return "".join(self.cells), self.starts, edges, self.boundary
 
 
-def grid_leaked(problem: Problem, message: str) -> bool:
-    """Whether some expected output grid of ``problem`` is written out in ``message``."""
-    digits = re.sub(r"[^0-9]", "", fold(message))
-    for grid in problem.answer or []:
-        rows = ["".join(str(cell) for cell in row) for row in grid]
-        if sum(len(row) for row in rows) >= MIN_CELLS and _rows_in_order(rows, digits):
-            return True
+def _readings(text: str) -> list[tuple[str, list[int], list[int], list[bool]]]:
+    """The plain reading of ``text`` (folded, lower case) and, when it has run lengths,
+    the run-length one."""
+    text = _LABEL.sub(lambda m: "\n" + " " * (len(m.group()) - 1), text)
+    tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
+    tokens = [(re.sub(r"\s+", " ", word), start) for word, start in tokens]
+    readings = []
+    for runs in (False, True):
+        reading, has_runs, skip = _Reading(), False, False
+        for index, (word, start) in enumerate(tokens):
+            if skip:
+                skip = False
+                continue
+            following = tokens[index + 1][0] if index + 1 < len(tokens) else ""
+            count = _count(word)
+            if runs and count and (following in _COLOURS or following in _PLURALS):
+                reading.emit(_COLOURS.get(following, _PLURALS.get(following, 0)), start, count)
+                has_runs = skip = True
+            elif word.isdigit():
+                if len(word) > 1:
+                    reading.cut()
+                for offset, digit in enumerate(word):
+                    reading.emit(int(digit), start + offset)
+                if len(word) > 1:
+                    reading.cut()
+            elif word in _WORDS:
+                reading.emit(_WORDS[word], start)
+            else:
+                reading.cut()
+        if not runs or has_runs:
+            readings.append(reading.finish())
+    return readings
+
+
+def _count(word: str) -> int:
+    """``word`` as a run length (1 to :data:`MAX_RUN`), else 0."""
+    if word.isdigit() and len(word) <= 2:
+        return int(word) if 0 < int(word) <= MAX_RUN else 0
+    return _NUMBER_WORDS.index(word) if word in _NUMBER_WORDS[1:] else 0
+
+
+def _flat(grid: Grid) -> str:
+    return "".join(str(cell) for row in grid for cell in row)
+
+
+def _transpose(grid: Grid) -> Grid:
+    return [list(column) for column in zip(*grid, strict=False)]
+
+
+def _spellings(grid: Grid) -> list[tuple[str, Grid]]:
+    """``grid`` row by row and column by column, as (cells, grid) pairs."""
+    forms = [(_flat(grid), grid)]
+    transposed = _transpose(grid)
+    if transposed != grid:
+        forms.append((_flat(transposed), transposed))
+    return forms
+
+
+def _occurrences(cells: str, edges: list[int], boundary: list[bool], flat: str) -> Iterable[int]:
+    """Where ``flat`` is a run of cells starting and ending at a boundary."""
+    end_limit = len(cells) - len(flat)
+    for start in edges:
+        if start > end_limit:
+            break
+        if cells.startswith(flat, start) and boundary[start + len(flat)]:
+            yield start
+
+
+def _shown_grids(problem: Problem) -> list[Grid]:
+    """The grids the statement shows: the test inputs and every training pair."""
+    fields = problem.fields or {}
+    shown = [grid for grid in fields.get("test_inputs") or [] if grid]
+    for pair in fields.get("train") or []:
+        shown += [pair[key] for key in ("input", "output") if pair.get(key)]
+    return shown
+
+
+def _presented_as_output(text: str, position: int) -> bool:
+    before = text[max(0, position - CUE_CHARS) : position]
+    output = [m.end() for m in _ANSWER_CUE.finditer(before)]
+    given = [m.end() for m in _SHOWN_CUE.finditer(before)]
+    return bool(output) and (not given or output[-1] > given[-1])
+
+
+def recovered_grids(problem: Problem, message: str) -> list[Grid]:
+    """The expected output grids of ``problem`` that ``message`` reveals (see the module)."""
+    targets = [g for g in problem.answer or [] if g and sum(map(len, g)) >= MIN_CELLS]
+    if not targets:
+        return []
+    shown = [form for grid in _shown_grids(problem) for form in _spellings(grid)]
+    text = fold(message).lower()
+    found = []
+    for cells, starts, edges, boundary in _readings(text):
+        copies = [
+            (start, start + len(flat), grid)
+            for flat, grid in shown
+            for start in _occurrences(cells, edges, boundary, flat)
+        ]
+        for target in targets:
+            if target in found:
+                continue
+            for flat, grid in _spellings(target):
+                if any(
+                    _is_leak(text, starts, start, start + len(flat), grid, copies)
+                    for start in _occurrences(cells, edges, boundary, flat)
+                ):
+                    found.append(target)
+                    break
+    return found
+
+
+def _is_leak(text, starts, begin: int, end: int, grid: Grid, copies) -> bool:
+    """Whether cells ``begin:end`` (spelling ``grid``) are more than a quoted shown grid."""
+    inside = [(a, b, shown) for a, b, shown in copies if a <= begin and end <= b]
+    if not inside:
+        return True
+    if any((a, b) == (begin, end) and shown == grid for a, b, shown in inside):
+        return _presented_as_output(text, starts[begin])
     return False
+
+
+def grid_leaked(problem: Problem, message: str) -> LeakVerdict:
+    """``"leaked"`` when some expected output grid of ``problem`` is recovered from
+    ``message`` (:func:`recovered_grids`), else ``"clean"``: every check here finishes."""
+    return "leaked" if recovered_grids(problem, message) else "clean"

@@ -1,122 +1,130 @@
-"""Math leaks: a span of the message that the math verifier accepts as the answer.
+"""Math leaks, by answer recovery: a candidate read from the message that the math
+verifier accepts as the answer.
 
-The message is first rewritten into one notation (:func:`~.notation.plain_math`:
-full-width and other digits, unicode minus signs, superscripts, number words).
-Every maximal run of math tokens (numbers, single-letter variables, LaTeX
-commands, operators, brackets) is a candidate, and so is each side of a
-relation (``=``, ``<``, ``->``...) inside it and each item of a comma list.
-A candidate leaks when :func:`~intbench.verifiers.math.verify_math` grades
-``\\boxed{candidate}`` correct for the problem, which catches ``0.5``,
-``\\boxed{0.5}``, ``50%`` and ``2^{-1}`` for ``\\frac12``, ``12.0`` for 12,
-``x^2-1`` for ``(x-1)(x+1)`` and ``3\\cdot17`` for 51.
+**Reading.**  The message is rewritten into one notation
+(:func:`~.notation.recovery_text`): look-alike letters of other scripts, full-width
+and zero-width characters, LaTeX dress (``\\text{ edges}`` is a word, ``\\times`` is
+``*``, ``\\%`` is ``%``), scientific notation, number words of eight languages
+("twelve", "doce", "zwölf", "a dozen", "one hundred and five") and Roman numerals.
 
-What is *not* a leak, so that honest hints pass:
+**Candidates** (:mod:`.candidates`): every window of up to
+:data:`~.candidates.MAX_WINDOW` math tokens that stands on its own (not an operand
+of an operator beside it), so ``12`` is read in ``12 (see above)``, ``12cm``,
+``$12$ meters`` and a reply cut off after it; every whole run, relation side and
+list item however long (``1+1+...+1``); digits split by commas read together
+(``1,2``); a fraction named by its parts.
 
-* **An expression copied from the problem statement**, unless it is written
-  exactly as the reference is: restating the problem gives nothing away, so
-  "simplify 6/12 first" is no leak for the answer 1/2.  A number the statement
-  shows that *is* the answer as the reference writes it (the 12 of "12 eggs"
-  when the answer is 12) still leaks.
-* **A part of a longer expression**: the 5 of ``x^2 - 5x + 6`` is not a
-  candidate, only the whole run and the sides of its relations are.
-* **List markers** (``1.``, ``(2)``) at the start of a line.
-* **"one" as a pronoun** ("one way to see it"): see :mod:`.notation`.
+**The rule.**  A candidate leaks when :func:`~intbench.verifiers.math.verify_math`
+grades ``\\boxed{candidate}`` correct, which catches ``0.5``, ``.5``, ``50%`` and
+``2^{-1}`` for ``\\frac12``, ``1.2 \\times 10^1`` for 12, ``x^2-1`` for
+``(x-1)(x+1)``.  Some candidates say little by themselves, so they count only with
+*answer-position evidence*: an answer word or sign before it ("the answer is",
+"result:", "equals", "it is", ``=``, ``\\boxed{``), "is the answer" after it, or the
+message being the candidate alone.  They are:
 
-Cost stays linear in the message: a candidate is at most
-:data:`MAX_SPAN_CHARS` characters, each character lies in a bounded number
-of candidates, and repeated candidates are graded once.  Most candidates
-never reach the verifier's sympy worker: one whose variables differ from the
-reference's cannot equal it (``x - x + 1/2`` for ``1/2`` is not caught, a
-documented limit); one whose values at fixed sample points differ from the
-reference's cannot either (:mod:`.expressions`); a relation such as
-``84 = 2^2*3*7`` is rejected by the verifier for a reference without one,
-and its sides are candidates of their own; plain arithmetic (``3*17``,
-``\\frac{103}{2}``, ``2^{10}``) is evaluated exactly in process and its value
-graded on the verifier's fast path.  A grading error or timeout counts as a
-leak (fail closed: a message the verifier cannot clear is not paid as honest).
+* a **low-information** value: an integer of absolute value at most
+  :data:`LOW_INFORMATION` ("start with step 1", "there are 2 cases");
+* an expression **copied from the problem statement** ("simplify 6/12 first"; the 12
+  of "12 eggs" when the answer is 12): restating the problem gives nothing away;
+* a **derived reading** (``1,2`` read as 12, a fraction named by parts).
+
+A worked example whose *result* is the answer ("e.g. 3+4=7" for 7) still leaks: the
+answer stands in the message as a result; the answer as an *operand* of an
+example ("7+1=8") does not, being no candidate.
+
+**Verdicts.**  ``"leaked"`` on the first accepted candidate; ``"undetermined"`` when
+none was accepted but the verifier could not grade one (a timeout on a power tower,
+a crash); else ``"clean"``.  After one failed grading the verifier's worker is not
+called again for this message (a second power tower would cost a second timeout):
+candidates that would need it leave the message undetermined.
+
+**Cost** stays linear in the message: a bounded number of windows per token, each
+distinct text graded once, and most never reach the verifier's sympy worker: one
+whose variables differ from the reference's cannot equal it; one whose values at
+fixed sample points differ cannot either (:mod:`.expressions`); a list for a single
+value, a relation for a plain reference, and a long stretch that is not plain
+arithmetic are rejected unread; plain arithmetic is evaluated exactly in process and
+its value graded on the verifier's fast path.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from intbench.records import Problem
-from intbench.verifiers.leakage.expressions import exact_value, sample_values, samples_differ
-from intbench.verifiers.leakage.notation import plain_math
+from intbench.verifiers.leakage.candidates import Candidate, candidates
+from intbench.verifiers.leakage.expressions import (
+    exact_value,
+    is_fragment,
+    sample_values,
+    samples_differ,
+)
+from intbench.verifiers.leakage.notation import recovery_text
 from intbench.verifiers.leakage.text import text_leaked
 from intbench.verifiers.math import normalize_answer, verify_math
 
-MAX_SPAN_CHARS = 120
-"""Longest candidate span graded; longer runs are graded only by their parts."""
+if TYPE_CHECKING:
+    from intbench.verifiers.leakage import LeakVerdict
 
+LOW_INFORMATION = 2
+"""Integers up to this absolute value are said by many hints; alone they are no evidence."""
 
 _FUNCTIONS = r"(?:sqrt|sin|cos|tan|log|ln|exp)(?![A-Za-z])"
-_RELATIONS = (
-    r"->|<=|>=|[=<>≤≥≠≈]|\\(?:le|ge|leq|geq|lt|gt|ne|neq|approx|to|implies|Rightarrow)(?![A-Za-z])"
-)
-_TOKEN = (
-    r"\\[A-Za-z]+|[0-9]+(?:\.[0-9]+)?|" + _FUNCTIONS + r"|(?<![A-Za-z])[A-Za-z](?![A-Za-z])"
-    r"|(?<=[0-9])[A-Za-z]{1,3}(?![A-Za-z])|" + _RELATIONS + r"|[-+*/^_()\[\]{}!%.,;|]"
-)
-_RUN = re.compile(rf"(?:{_TOKEN})(?:[ \t]{{0,3}}(?:{_TOKEN}))*")
-_RELATION_SPLIT = re.compile(_RELATIONS)
-_ITEM_SPLIT = re.compile(r",\s+|;")
-_LIST_MARKER = re.compile(r"^[ \t]*(?:\(?[0-9]{1,2}[.)]|[-*•])[ \t]+", re.MULTILINE)
-# Prose that reads like single-letter variables: "i.e. 51.5" is not i*e*51.5.
-_ABBREVIATION = re.compile(r"\b(?:i\.e|e\.g|cf|vs)\.", re.IGNORECASE)
 _COMMAND = re.compile(r"\\[A-Za-z]+|" + _FUNCTIONS)
-_EDGE_PUNCTUATION = ".,;:"
-_DANGLING = "+-*/^=_"  # an operator at a span's end (or start, a sign aside) lost its operand
-_PAIRS = {")": "(", "]": "[", "}": "{"}
+_RELATION = re.compile(
+    r"->|<=|>=|[=<>≤≥≠≈]|\\(?:le|ge|leq|geq|lt|gt|ne|neq|approx|to|implies|Rightarrow|mapsto)(?![A-Za-z])"
+)
+_PLAIN_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)")
+_DECIMAL_COMMA = re.compile(r"-?[0-9]+,[0-9]+")
+# Answer-position evidence, read in the few words before a candidate (same line) ...
+_CUE_BEFORE = re.compile(
+    r"(?:\b(?:answers?|results?|solutions?|totals?|value|equals?|equal\s+to|gives?|yields?|"
+    r"gets?|got|obtains?|makes|comes?\s+(?:out\s+)?to|is|are|was|be|it's|that's)\b"
+    r"|=|->|≈|\\approx|\\boxed\s*\{|\\fbox\s*\{)"
+    r"(?:[\s:=*_\"'`(\[{]|\b(?:is|was|will|would|should|must|then|now|just|exactly|simply|"
+    r"equal|to|of|the|final|be)\b)*$",
+    re.IGNORECASE,
+)
+_NO_CUE_BEFORE = re.compile(r"\b(?:there|here)\s+(?:is|are|was|be)\W*$", re.IGNORECASE)
+# ... or just after it ("12 is the answer").
+_CUE_AFTER = re.compile(
+    r"[\s)\]}*_.,]*(?:(?:is|was|would\s+be|should\s+be|will\s+be)\s+)?(?:(?:the|your|our)\s+)?"
+    r"(?:final\s+)?(?:answer|result|solution)\b",
+    re.IGNORECASE,
+)
+_CUE_REACH = 48  # characters read before a candidate
+_SIGNIFICANT = re.compile(r"[0-9A-Za-z]")
+_BOX = re.compile(r"\\?(?:boxed|fbox)")  # a box around the candidate is no more of the message
 
 
-def _balanced(span: str) -> str:
-    """``span`` without edge punctuation and without brackets that close or open nothing."""
-    span = span.strip().strip(_EDGE_PUNCTUATION).strip()
-    changed = True
-    while changed and span:
-        changed = False
-        if span[-1] in _PAIRS and span.count(span[-1]) > span.count(_PAIRS[span[-1]]):
-            span, changed = span[:-1].rstrip(), True
-        elif span[0] in "([{" and span.count(span[0]) > span.count(
-            {"(": ")", "[": "]", "{": "}"}[span[0]]
-        ):
-            span, changed = span[1:].lstrip(), True
-        stripped = (
-            span.strip(_EDGE_PUNCTUATION)
-            .rstrip(_DANGLING)
-            .lstrip(_DANGLING.replace("-", ""))
-            .strip()
-        )
-        changed = changed or stripped != span
-        span = stripped
-    return span
+@dataclass(frozen=True)
+class _Reference:
+    """What the detector needs of a problem, worked out once per problem (every message of
+    an episode is checked against the same one)."""
+
+    normalized: object  # the verifier's NormalizedAnswer
+    variables: frozenset[str]
+    samples: tuple[complex, ...] | None
+    items: int
+    statement: str
 
 
-def candidate_spans(text: str) -> list[str]:
-    """Every candidate answer span of ``text`` (already in :func:`plain_math` notation), once each."""
-    seen: dict[str, None] = {}
-    for run in _RUN.finditer(_ABBREVIATION.sub(" so ", _LIST_MARKER.sub(" ", text))):
-        whole = run.group()
-        pieces = [whole] if len(whole) <= MAX_SPAN_CHARS else []
-        for side in _RELATION_SPLIT.split(whole):
-            pieces.append(side)
-            pieces.extend(_ITEM_SPLIT.split(side))
-        for piece in pieces:
-            if len(piece) > 2 * MAX_SPAN_CHARS:
-                continue  # too long to be a candidate even after trimming
-            span = _balanced(piece)
-            # "5!" is 120 or an exclaimed 5: both readings are candidates.
-            for reading in (span, _balanced(span.rstrip("!"))) if span.endswith("!") else (span,):
-                if (
-                    reading
-                    and len(reading) <= MAX_SPAN_CHARS
-                    and re.search(r"[0-9A-Za-z]", reading)
-                ):
-                    seen.setdefault(reading, None)
-    return list(seen)
+@functools.lru_cache(maxsize=1024)
+def _reference(answer: str, question: str) -> _Reference:
+    normalized = normalize_answer(answer)
+    # Braces and spacing aside, so x^{2}-1 restates the statement's x^2 - 1.
+    statement = " ".join(re.sub(r"[{}]", "", recovery_text(question)).split())
+    return _Reference(
+        normalized,
+        _letters(normalized.text),
+        sample_values(normalized.text),
+        _item_count(normalized.text),
+        statement,
+    )
 
 
 def _letters(text: str) -> frozenset[str]:
@@ -124,82 +132,131 @@ def _letters(text: str) -> frozenset[str]:
     return frozenset(re.findall(r"[A-Za-z]", _COMMAND.sub(" ", text)))
 
 
-_PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+def _item_count(text: str) -> int:
+    """How many items a list has (1 for a single value); ``1,024`` is one number."""
+    text = text.strip()
+    if "," not in text and ";" not in text:
+        return 1
+    for opener, closer in (("\\{", "\\}"), ("(", ")"), ("[", "]")):
+        if text.startswith(opener) and text.endswith(closer):
+            text = text[len(opener) : -len(closer)]
+            break
+    depth, items = 0, 1
+    for k, char in enumerate(text):
+        depth += char in "([{"
+        depth -= char in ")]}"
+        thousands = re.match(r"[0-9]{3}(?![0-9])", text[k + 1 : k + 5]) and k and text[k - 1].isdigit()
+        if depth == 0 and char in ",;" and not thousands:
+            items += 1
+    return items
 
 
 def _literal(value: Fraction) -> str:
-    return (
-        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-    )
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"{value.numerator}/{value.denominator}"
 
 
 def _readings(span: str) -> list[tuple[complex, ...]] | None:
     """Sampled values of ``span``; a percent span has two (``p`` and ``p/100``)."""
     if span.endswith("%"):
-        values = sample_values(span[:-1].replace("\\", ""))
+        values = sample_values(span[:-1])
         return None if values is None else [values, tuple(v / 100 for v in values)]
     values = sample_values(span)
     return None if values is None else [values]
 
 
-# --- the detector --------------------------------------------------------------
+def _may_be_answer(span: str, reference: _Reference) -> bool:
+    """Cheap checks first: the span has the reference's variables and number of items, is a
+    relation only where the reference is one, and its sampled values do not all differ."""
+    if _letters(span) != reference.variables:
+        return False
+    if not reference.normalized.relation and _RELATION.search(span):
+        return False  # the verifier rejects a relation for a plain reference; sides are candidates
+    if _item_count(span) != reference.items and not _DECIMAL_COMMA.fullmatch(span):
+        return False  # a list is never one number, nor one number a list
+    readings = _readings(span) if reference.samples is not None else None
+    if readings is None:
+        return not is_fragment(span)  # "\\frac{1}" of "\\frac{1}{2": no answer, no worker call
+    return not all(samples_differ(r, reference.samples) for r in readings)
+
+
 def _in_statement(span: str, statement: str) -> bool:
     """``span`` occurs in the statement (spacing aside), not glued to more of a number or word."""
+    if len(span) > len(statement):
+        return False
     needle = r"\s*".join(re.escape(char) for char in re.sub(r"[\s{}]+", "", span))
     pattern = rf"(?<![0-9A-Za-z.]){needle}(?![0-9A-Za-z]|\.[0-9])"
     return re.search(pattern, statement) is not None
 
 
-@functools.lru_cache(maxsize=1024)
-def _problem_side(answer: str, question: str):
-    """What the detector needs of a problem, worked out once per problem (every feedback
-    message of an episode is checked against the same one): the normalised reference,
-    its variables, its sampled values and the statement in plain notation."""
-    reference = normalize_answer(answer)
-    # Braces and spacing aside, so x^{2}-1 restates the statement's x^2 - 1.
-    statement = " ".join(re.sub(r"[{}]", "", plain_math(question)).split())
-    return reference, _letters(reference.text), sample_values(reference.text), statement
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group())
 
 
-def math_leaked(problem: Problem, message: str) -> bool:
-    """Whether the math verifier accepts some span of ``message`` as ``problem``'s answer."""
-    if problem.answer is None or not str(problem.answer).strip():
-        return False
-    reference, wanted, reference_samples, statement = _problem_side(
-        str(problem.answer), problem.question or ""
-    )
-    if reference.words is not None:  # a worded answer ("Monday", "(C)"): the text rule
-        return text_leaked(problem, message)
-    for span in candidate_spans(plain_math(message)):
-        if _may_be_answer(span, reference, wanted, reference_samples) and _accepted(
-            problem, span, reference, statement
-        ):
+class _Message:
+    """The read message, and where answer-position evidence is."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # Where the message's first and last letter or digit are (a long message is no
+        # candidate alone, so its ends are enough).
+        head = _SIGNIFICANT.search(_BOX.sub(_blank, text[:4096]))
+        tail = list(_SIGNIFICANT.finditer(_BOX.sub(_blank, text[-4096:])))
+        self.first = head.start() if head else 0
+        self.last = len(text) - len(text[-4096:]) + tail[-1].end() if tail else len(text)
+
+    def cued(self, candidate: Candidate) -> bool:
+        """Whether the message marks ``candidate`` as its answer (see the module doc)."""
+        if candidate.start <= self.first and candidate.end >= self.last:
+            return True  # the message is the candidate alone
+        before = self.text[max(0, candidate.start - _CUE_REACH) : candidate.start]
+        before = before[before.rfind("\n") + 1 :]
+        if _CUE_BEFORE.search(before) and not _NO_CUE_BEFORE.search(before):
             return True
-    return False
+        return _CUE_AFTER.match(self.text, candidate.end, candidate.end + _CUE_REACH) is not None
 
 
-def _may_be_answer(span: str, reference, wanted: frozenset[str], reference_samples) -> bool:
-    """Cheap checks first: the span has the reference's variables, is a relation only where
-    the reference is one, and its sampled values do not all differ from the reference's."""
-    if _letters(span) != wanted:
-        return False
-    if not reference.relation and _RELATION_SPLIT.search(span):
-        return (
-            False  # the verifier rejects a relation for a plain reference; its sides are candidates
-        )
-    readings = _readings(span) if reference_samples is not None else None
-    # All readings of a different value: the verifier could not accept it.
-    return readings is None or not all(samples_differ(r, reference_samples) for r in readings)
+def math_leaked(problem: Problem, message: str) -> LeakVerdict:
+    """Whether ``message`` gives ``problem``'s answer away (see the module doc)."""
+    if problem.answer is None or not str(problem.answer).strip():
+        return "clean"
+    reference = _reference(str(problem.answer), problem.question or "")
+    if reference.normalized.words is not None:  # a worded answer ("Monday", "(C)"): the text rule
+        return text_leaked(problem, message)
+    read = _Message(recovery_text(message))
+    places: dict[str, list[Candidate]] = {}
+    for candidate in candidates(read.text, reference.variables):
+        places.setdefault(candidate.text, []).append(candidate)
+    undetermined = False
+    for span, found in places.items():
+        verdict = _verdict(problem, reference, read, span, found, worker=not undetermined)
+        if verdict == "leaked":
+            return "leaked"
+        undetermined = undetermined or verdict == "undetermined"
+    return "undetermined" if undetermined else "clean"
 
 
-def _accepted(problem: Problem, span: str, reference, statement: str) -> bool:
-    """The verifier accepts ``span`` (or fails on it), and it does not merely restate the
-    statement."""
+def _verdict(problem, reference: _Reference, read: _Message, span: str, found: list[Candidate],
+             worker: bool) -> LeakVerdict:  # fmt: skip
+    """One distinct candidate text, at the places ``found``."""
     value = exact_value(span)
+    if all(c.whole for c in found):
+        if value is None:
+            return "clean"  # a long stretch is read by exact arithmetic alone
+        if not _may_be_answer(_literal(value), reference):
+            return "clean"
+    elif not _may_be_answer(span, reference):
+        return "clean"
+    weak = (
+        value is not None and value.denominator == 1 and abs(value) <= LOW_INFORMATION
+    ) or _in_statement(span, reference.statement)
+    if not any((not weak and not c.derived) or read.cued(c) for c in found):
+        return "clean"
+    if value is None and not worker:
+        return "undetermined"  # the worker failed on this message once: not again
     graded = span if value is None or _PLAIN_NUMBER.fullmatch(span) else _literal(value)
     verdict = verify_math(problem, "\\boxed{" + graded + "}")
     if verdict.status == "error":
-        return True
-    return verdict.status == "correct" and (
-        not _in_statement(span, statement) or normalize_answer(span).text == reference.text
-    )
+        return "undetermined"
+    return "leaked" if verdict.status == "correct" else "clean"

@@ -61,7 +61,7 @@ _TENS = {
     word: 10 * (i + 2)
     for i, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
 }
-_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9}
+_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9, "dozen": 12}
 _DENOMINATORS = {
     "half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4,
     "fourth": 4, "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6,
@@ -72,12 +72,13 @@ _OPERATOR_WORDS = {
     "plus": "+", "minus": "-", "negative": "-", "times": "*", "over": "/",
     "squared": "^{2}", "cubed": "^{3}", "percent": "%",
 }  # fmt: skip
-# Words, hyphens, and runs of anything else (one token per digit run keeps the scan short).
 _ANY_NUMBER_WORD = re.compile(
-    r"\b(?:" + "|".join([*_UNITS, *_TENS, *_DENOMINATORS, *_OPERATOR_WORDS]) + r")\b",
+    r"\b(?:" + "|".join([*_UNITS, *_TENS, *_DENOMINATORS, *_OPERATOR_WORDS, "dozen"]) + r")\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[A-Za-z]+|-|[^\sA-Za-z-]+", re.ASCII)
+# LaTeX commands, words, hyphens, and runs of anything else (one token per digit run keeps
+# the scan short).  A command is one token: the "times" of \times is no number word.
+_WORD = re.compile(r"\\[A-Za-z]+|[A-Za-z]+|-|[^\sA-Za-z-]+", re.ASCII)
 
 
 def _cardinal(words: list[str], start: int) -> tuple[int, int] | None:
@@ -86,7 +87,11 @@ def _cardinal(words: list[str], start: int) -> tuple[int, int] | None:
     i, seen = start, False
     while i < len(words):
         word = words[i]
-        if word in _UNITS:
+        if word == "a" and not seen and i + 1 < len(words) and words[i + 1] in _SCALES:
+            current = 1  # "a hundred and five", "a dozen"
+        elif word == "dozen" and not seen:
+            current = 12
+        elif word in _UNITS:
             current += _UNITS[word]
         elif word in _TENS:
             current += _TENS[word]
@@ -213,3 +218,142 @@ def plain_math(text: str) -> str:
     text = _SQRT_SIGN.sub(lambda m: "\\sqrt{" + (m.group(2) or m.group(1)) + "}", text)
     text = _LATEX_DELIMITERS.sub(" ", text)
     return _spell_out_numbers(text)
+
+
+# --- the leak detector's reading: plain_math and every other way to mask a number ------
+# Letters of other scripts that look like Latin ones: "х^2-1" with a Cyrillic х is x^2-1
+# to a reader.  Only look-alikes: a Greek α or π is a symbol of its own and stays.
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕԁԛԝѵһӏ" "АВЕКМНОРСТХУІЈЅԚԜ" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧο",
+    "aeopcyxijsdqwvhl" "ABEKMHOPCTXYIJSQW" "ABEZHIKMNOPTYXo",
+)
+# LaTeX that dresses a number without changing it.  Words in \text{...} are prose (a unit,
+# "and"); \! is the thousands glue of 10,\!000, other spacing commands are spaces.
+_LATEX_WORDS = re.compile(
+    r"\\(?:text|textrm|textbf|textit|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}"
+)
+_LATEX_SIGNS = {"\\%": "%", "\\times": "*", "\\cdot": "*", "\\ast": "*", "\\div": "/",
+                "\\dfrac": "\\frac", "\\tfrac": "\\frac", "\\!": "", "\\$": " "}  # fmt: skip
+_LATEX_SIGN = re.compile(
+    r"\\(?:%|\$|!|(?:times|cdot|ast|div|dfrac|tfrac)(?![A-Za-z]))"
+    r"|\\(?:left|right|displaystyle|quad|qquad|[,;: ])(?![A-Za-z])|~"
+)
+# 1.2e1, 1.2E+01: a power of ten the exact reader evaluates.
+_SCIENTIFIC = re.compile(r"(?<![\w.])([0-9]+(?:\.[0-9]+)?|\.[0-9]+)[eE]([-+]?[0-9]{1,3})(?![\w.])")
+# The letter O for a zero inside a numeral ("1O", "2O5"), not in "H2O".
+_LETTER_ZERO = re.compile(r"(?<![A-Za-z0-9])([1-9][0-9]*)([Oo0]*[Oo][Oo0]*)(?![A-Za-z])|(?<=[0-9])[Oo](?=[0-9])")
+# Upper-case Roman numerals of two or more letters (a lone I is a pronoun, X a variable).
+_ROMAN = re.compile(
+    r"(?<![\w\\])(?=[MDCLXVI]{2,}(?![\w]))"
+    r"(M{0,4})(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})(?![\w])"
+)
+_ROMAN_VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
+# Number words of the other languages text2num reads, in this order.  English has its
+# own reader above (it also reads fractions and operator words).
+FOREIGN_LANGUAGES = ("es", "fr", "it", "pt", "de", "nl", "da")
+# English words that text2num reads as a number in one of them ("once" is Spanish 11):
+# found by running it over the words of the offline problem statements.  They stay words.
+_ENGLISH_HOMONYMS = frozenset(
+    "once fire seize mil non ni ti none elf cent cents sept otto".split()
+)
+_FOREIGN_TOKEN = re.compile(r"\w+|[^\w\s]")
+_LETTERS = re.compile(r"[^\W\d_]+")
+_CHUNK = 2000  # text2num is read a sentence at a time, so no call sees an unbounded text
+
+
+def unmask(text: str) -> str:
+    """:func:`fold`, and letters of other scripts that look like Latin ones made Latin."""
+    return fold(text).translate(_CONFUSABLES)
+
+
+def _roman_value(match: re.Match[str]) -> str:
+    numeral = match.group()
+    values = [_ROMAN_VALUES[letter] for letter in numeral]
+    total = sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
+    return str(total)
+
+
+def _letter_zero(match: re.Match[str]) -> str:
+    if match.group(1) is None:
+        return "0"
+    return match.group(1) + re.sub("[Oo]", "0", match.group(2))
+
+
+class _Word:
+    """A token as text2num's ``find_numbers`` reads it."""
+
+    __slots__ = ("word",)
+
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    def text(self) -> str:
+        return self.word
+
+    def nt_separated(self, previous: object) -> bool:
+        return False
+
+    def not_a_number_part(self) -> bool:
+        return self.word.lower() in _ENGLISH_HOMONYMS
+
+
+def _foreign_numbers(text: str) -> str:
+    """Cardinals written in words of :data:`FOREIGN_LANGUAGES` ("doce", "zwölf") as digits."""
+    from text_to_num import find_numbers  # imported here: only the leak detector needs it
+
+    pieces, start = [], 0
+    while start < len(text):
+        # Sentences (or bounded slices of a long one) are read one at a time.
+        end = min(len(text), start + _CHUNK)
+        cut = max(text.rfind(". ", start, end), text.rfind("\n", start, end))
+        end = cut + 1 if end < len(text) and cut > start else end
+        pieces.append(_foreign_chunk(text[start:end], find_numbers))
+        start = end
+    return "".join(pieces)
+
+
+@lru_cache(maxsize=1 << 16)
+def _number_word(word: str, language: str) -> bool:
+    """Whether text2num reads ``word`` alone as (part of) a number in ``language``."""
+    from text_to_num import alpha2digit
+
+    return word not in _ENGLISH_HOMONYMS and alpha2digit(word, language, threshold=0) != word
+
+
+def _foreign_chunk(chunk: str, find_numbers) -> str:
+    words = {word.lower() for word in _LETTERS.findall(chunk)}
+    for language in FOREIGN_LANGUAGES:
+        # Most text has no number word of the language: decided word by word, from a cache.
+        if not any(_number_word(word, language) for word in words):
+            continue
+        matches = list(_FOREIGN_TOKEN.finditer(chunk))
+        tokens = [_Word(m.group()) for m in matches]
+        # Ordinals are left alone ("nono" is ninth in Italian, none in English).
+        found = [o for o in find_numbers(tokens, language, 3) if not o.is_ordinal]
+        if not found:
+            continue
+        pieces, last = [], 0
+        for occurrence in found:
+            first, final = matches[occurrence.start], matches[occurrence.end - 1]
+            value = occurrence.value
+            numeral = str(int(value)) if value == int(value) else str(value)
+            pieces += [chunk[last : first.start()], numeral]
+            last = final.end()
+        chunk = "".join(pieces) + chunk[last:]
+    return chunk
+
+
+@lru_cache(maxsize=16)
+def recovery_text(text: str) -> str:
+    """``text`` as the leak detector reads it: :func:`plain_math` after :func:`unmask`, with
+    LaTeX dress removed (``\\text{ cm}`` is the word cm, ``\\times`` is ``*``, ``\\%`` is
+    ``%``), scientific notation as a power of ten, a letter O inside a numeral as 0,
+    Roman numerals and number words of other languages as digits."""
+    # plain_math folds (after reading superscripts, which folding would make digits).
+    text = plain_math(text.translate(_CONFUSABLES)).translate(_CONFUSABLES)
+    text = _LATEX_WORDS.sub(lambda m: " " + m.group(1) + " ", text)
+    text = _LATEX_SIGN.sub(lambda m: _LATEX_SIGNS.get(m.group(), " "), text)
+    text = _SCIENTIFIC.sub(lambda m: f"{m.group(1)}*10^{{{m.group(2)}}}", text)
+    text = _LETTER_ZERO.sub(_letter_zero, text)
+    text = _ROMAN.sub(_roman_value, text)
+    return _foreign_numbers(text)

@@ -1,52 +1,126 @@
-"""Short-answer leaks (Linguini, BrainTeaser, worded math answers).
+"""Short-answer leaks (Linguini, BrainTeaser, worded math answers), by answer recovery.
 
-A message leaks when it contains the reference answer, or one of its
-aliases, in the form the text grader compares: both sides go through the
-grader's own normalisers (:func:`~intbench.verifiers.text.canonical_answer`
-for the reference, :func:`~intbench.verifiers.text.normalize_free_text` for
-the message: case, LaTeX wrappers, markdown, quotes, apostrophes, comma
-spacing), after unicode compatibility folding (full-width letters).  The
-answer must stand as whole words ("ka" is not in "kata"); punctuation
-between its words does not matter ("kata-mirel-dosu"), nor does a leading
-article, which a student copying the words would add back.  A one-word
-answer of four or more letters also leaks spelled out letter by letter
-("p-i-a-n-o").  Linear in the message's length.
+A message leaks when the reference answer, or one of its aliases, can be read
+out of it in the form the text grader compares: both sides go through the
+grader's own normalisers (:func:`~intbench.verifiers.text.canonical_answer` for
+the reference, :func:`~intbench.verifiers.text.normalize_free_text` for the
+message: case, LaTeX wrappers, markdown, quotes, apostrophes, comma spacing),
+after :func:`~.notation.unmask` (full-width letters, zero-width characters,
+Cyrillic or Greek look-alike letters).  The answer must stand as whole words
+("ka" is not in "kata"); punctuation between its words does not matter
+("kata-mirel-dosu"), nor does a leading article, which a student copying the
+words would add back.  A one-word answer of four or more letters also leaks
+spelled out letter by letter ("p-i-a-n-o"), and a numeric answer written in
+words or another notation ("twelve", "XII") leaks as the math reader reads it.
+
+**Words copied from the problem statement** do not leak by themselves: a Linguini
+hint that quotes an example sentence holding the answer's words restates the
+problem.  When the answer occurs in the statement, an occurrence in the message
+counts only with answer-position evidence: an answer word before it ("the
+answer is", "it translates as", "it is"), "is the answer" after it, or the
+message being the answer alone.  Linear in the message's length.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from intbench.records import Problem
-from intbench.verifiers.leakage.notation import fold
+from intbench.verifiers.leakage.notation import recovery_text, unmask
 from intbench.verifiers.text import canonical_answer, normalize_free_text, reference_answers
+
+if TYPE_CHECKING:
+    from intbench.verifiers.leakage import LeakVerdict
 
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+(?=\w)")
 _SEPARATORS = re.compile(r"(?:[^\w,]|_)+")  # "_" too: markdown italics
 _SPELLING_GAP = r"[\s\-_.*'\",]+"
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+# Answer-position evidence in the normalised words before an occurrence ...
+_CUE_BEFORE = re.compile(
+    r"\b(?:answers?|solutions?|translations?|translates?(?:\s+(?:to|as|into))?|means|"
+    r"result|called|is|are|its|thats)"
+    r"(?:\s+(?:is|would|should|be|the|final|simply|just|then|a|an))*\s*$"
+)
+_NO_CUE_BEFORE = re.compile(r"\b(?:there|here)\s+(?:is|are)\s*$")
+# ... or just after it.
+_CUE_AFTER = re.compile(
+    r"\s*(?:(?:is|was|would\s+be|should\s+be)\s+)?(?:(?:the|your|our)\s+)?(?:final\s+)?"
+    r"(?:answers?|translation|solution)\b"
+)
+_CUE_REACH = 48  # characters read before an occurrence
+
+
+def _words(text: str) -> str:
+    """``text`` as the grader compares running text, one space around every word."""
+    return " " + _SEPARATORS.sub(" ", normalize_free_text(unmask(text))) + " "
+
+
+@lru_cache(maxsize=256)
+def _statement_words(question: str, numbers: bool = False) -> str:
+    """The statement as :func:`_words` writes it (once per problem: an episode checks many
+    messages against one), its numbers in the math reader's notation when ``numbers``."""
+    return _words(recovery_text(question) if numbers else question)
 
 
 def _reference_words(reference: str) -> str:
     """The reference as the grader compares it, one space between words, no leading article."""
-    words = _SEPARATORS.sub(" ", canonical_answer(reference)).strip()
+    words = _SEPARATORS.sub(" ", canonical_answer(unmask(reference))).strip()
     return _ARTICLE.sub("", words)
 
 
-def text_leaked(problem: Problem, message: str) -> bool:
-    """Whether the reference answer or an alias appears in ``message`` as whole words."""
-    folded = fold(message)
-    text = " " + _SEPARATORS.sub(" ", normalize_free_text(folded)) + " "
+def _cued(text: str, start: int, end: int) -> bool:
+    """Whether the occurrence ``text[start:end]`` is stated as the answer (see the module doc)."""
+    if not text[:start].strip() and not text[end:].strip():
+        return True  # the message is the answer alone
+    before = text[max(0, start - _CUE_REACH) : start]
+    if _CUE_BEFORE.search(before) and not _NO_CUE_BEFORE.search(before):
+        return True
+    return _CUE_AFTER.match(text, end, end + _CUE_REACH) is not None
+
+
+def _stated(haystack: str, needle: str, statement: str) -> bool:
+    """Whether ``needle`` stands in ``haystack`` as an answer: anywhere when the statement
+    does not hold it, else only where it is marked as the answer."""
+    if needle not in haystack:
+        return False
+    if needle not in statement:
+        return True
+    position = haystack.find(needle)
+    while position >= 0:
+        # The needle's spaces are shared with the words around it.
+        if _cued(haystack, position + 1, position + len(needle) - 1):
+            return True
+        position = haystack.find(needle, position + 1)
+    return False
+
+
+def text_leaked(problem: Problem, message: str) -> LeakVerdict:
+    """Whether the reference answer or an alias can be read from ``message`` (see the module doc)."""
+    folded = unmask(message)
+    text = _words(message)
     # A comma matters only inside a list answer ("a,b"); elsewhere it ends a word.
     plain = text.replace(",", " ")
+    statement = _statement_words(problem.question or "")
     lowered = folded.lower()
+    numbers: str | None = None
     for reference in reference_answers(problem):
         words = _reference_words(reference)
         if not words:
             continue
-        if f" {words} " in (text if "," in words else plain):
-            return True
+        comma = "," in words
+        if _stated(text if comma else plain, f" {words} ",
+                   statement if comma else statement.replace(",", " ")):  # fmt: skip
+            return "leaked"
+        if _NUMBER.fullmatch(words):  # a number answer in words or another notation
+            if numbers is None:
+                numbers = _words(recovery_text(message)).replace(",", " ")
+            if _stated(numbers, f" {words} ", _statement_words(problem.question or "", True)):
+                return "leaked"
         if words.isalpha() and len(words) >= 4:
             spelled = _SPELLING_GAP.join(re.escape(letter) for letter in words)
             if re.search(rf"(?<![^\W\d_]){spelled}(?![^\W\d_])", lowered):
-                return True
-    return False
+                return "leaked"
+    return "clean"

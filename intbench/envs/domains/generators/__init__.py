@@ -6,12 +6,14 @@
 question.  ``make_variant`` draws a new problem of the same skill for
 generalization studies, and ``rebuild`` regenerates a problem from its
 ``fields["params"]``; both dispatch on the problem's
-``Domain.procedural_variants``, so they serve any registered domain that has them.
+``Domain.procedural_variants``, so they serve any registered domain that has them
+(ARC's recoloured tasks too: ``make_arc_variant``, ``rebuild_arc``).
 """
 
 from __future__ import annotations
 
 from intbench.envs.domains import registry
+from intbench.envs.domains.generators.arc_variants import make_arc_variant, rebuild_arc
 from intbench.envs.domains.generators.linguini_puzzles import generate_linguini
 from intbench.envs.domains.generators.math_problems import (
     SKILLS,
@@ -60,6 +62,8 @@ __all__ = [
     "generate_linguini",
     "generate_math",
     "generate_omni_math",
+    "make_arc_variant",
     "make_variant",
     "rebuild",
+    "rebuild_arc",
 ]

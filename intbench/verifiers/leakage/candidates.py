@@ -1,0 +1,231 @@
+"""The candidate answers a message holds, for the math leak detector.
+
+The message, in :func:`~.notation.recovery_text` notation, is cut into tokens
+(numbers, single-letter variables, LaTeX commands, operators, brackets,
+relations, separators).  Words, line breaks and long gaps end a *run* of math
+tokens.  A candidate is a window of at most :data:`MAX_WINDOW` tokens of a run
+that stands on its own: each end of it is the run's end, a relation, a comma or
+semicolon, sentence punctuation, a bracket that encloses a group or closes
+nothing (``12 (see above)``), or an operator left dangling at the run's end.
+A window that is an operand of an operator next to it is part of a longer
+expression, not a candidate: the 5 of ``x^2 - 5x + 6``, the 3 of ``\\frac{3}{4}``,
+the 12 of ``f(12)``.
+
+Longer stretches are candidates only whole: each run, each side of its relations
+and each item of their lists, however long (``1+1+...+1``); the detector reads
+those by exact arithmetic alone.  Two readings are added, each marked as
+*derived* (the detector needs answer-position evidence for them): digits split
+by commas read together (``1,2`` as 12), and a fraction named by parts
+("numerator 3, denominator 4" as ``3/4``).
+
+Each token starts at most :data:`MAX_WINDOW` windows, so the count of
+candidates, and the work, is linear in the message's length.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+MAX_WINDOW = 32
+"""Most tokens in a window candidate; longer stretches count only as whole runs, sides, items."""
+
+_RELATION_COMMANDS = r"le|ge|leq|geq|lt|gt|ne|neq|approx|to|implies|Rightarrow|mapsto"
+_TOKEN = re.compile(
+    r"(?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?"
+    r"|(?<![0-9A-Za-z.])\.[0-9]+)"
+    rf"|(?P<rel>->|<=|>=|[=<>≤≥≠≈]|\\(?:{_RELATION_COMMANDS})(?![A-Za-z]))"
+    r"|(?P<box>\\(?:boxed|fbox)(?![A-Za-z]))"
+    r"|(?P<cmd>\\[A-Za-z]+|(?:sqrt|sin|cos|tan|log|ln|exp)(?![A-Za-z]))"
+    r"|(?P<word>[^\W\d_]{2,})"
+    r"|(?P<var>[A-Za-z])"
+    r"|(?P<op>[-+*/^_]|\\pm)"
+    r"|(?P<open>[(\[{])|(?P<close>[)\]}])"
+    r"|(?P<sep>[,;])|(?P<punct>[.:?])|(?P<bang>!)|(?P<pct>%)|(?P<pipe>\|)"
+    r"|(?P<gap>[ \t]{1,3}(?![ \t]))"
+    r"|(?P<other>[\s\S])"
+)
+_BREAKS = {"word", "other"}
+_ATOM_COMMANDS = {"\\pi", "\\infty"}
+_STARTS = {"num", "var", "cmd", "open", "pipe"}
+_ENDS = {"num", "var", "close", "bang", "pct", "pipe"}
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+# A list marker at a line's start ("1.", "(2)", "- ") is no number of the message.
+_LIST_MARKER = re.compile(r"^[ \t]*(?:\(?[0-9]{1,2}[.)]|[-*•])[ \t]+", re.MULTILINE)
+_FRACTION_PARTS = re.compile(
+    r"\bnumerator\b\W{0,3}(?:is\s+|of\s+)?(-?[0-9]+)\b[^.\n]{0,40}?\bdenominator\b\W{0,3}(?:is\s+|of\s+)?([0-9]+)\b"
+    r"|\bdenominator\b\W{0,3}(?:is\s+|of\s+)?([0-9]+)\b[^.\n]{0,40}?\bnumerator\b\W{0,3}(?:is\s+|of\s+)?(-?[0-9]+)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate answer: its text, where it lies in the read message, how it was read."""
+
+    text: str
+    start: int
+    end: int
+    derived: bool = False  # a reading (joined digits, named parts), not the text as written
+    whole: bool = False  # longer than a window: a whole run, side or item
+
+
+class _Token:
+    __slots__ = ("kind", "text", "start", "end")
+
+    def __init__(self, kind: str, text: str, start: int, end: int) -> None:
+        self.kind, self.text, self.start, self.end = kind, text, start, end
+
+
+def _runs(text: str, variables: frozenset[str]) -> Iterator[list[_Token]]:
+    """Maximal runs of math tokens; a short word of the reference's variables (``2xy``) is
+    read letter by letter, any other word ends the run."""
+    run: list[_Token] = []
+    for match in _TOKEN.finditer(text):
+        kind, value = match.lastgroup, match.group()
+        if kind == "word" and len(value) <= 3 and set(value) <= variables:
+            run.extend(_Token("var", c, match.start() + k, match.start() + k + 1)
+                       for k, c in enumerate(value))  # fmt: skip
+        elif kind in _BREAKS:
+            if run:
+                yield run
+            run = []
+        elif kind != "gap":
+            run.append(_Token(kind, value, match.start(), match.end()))
+    if run:
+        yield run
+
+
+def _groups(run: list[_Token]) -> tuple[list[bool], list[int]]:
+    """For each token: whether it is a bracket that bounds a window (it encloses a group that
+    is no argument or factor, or matches nothing), and its bracket depth step."""
+    bounds = [False] * len(run)
+    steps = [0] * len(run)
+    stack: list[int] = []
+    for k, token in enumerate(run):
+        if token.kind == "open":
+            stack.append(k)
+        elif token.kind == "close":
+            if stack and _PAIRS[run[stack[-1]].text] == token.text:
+                opener = stack.pop()
+                steps[opener], steps[k] = 1, -1
+                bounds[opener] = bounds[k] = _standalone_group(run, opener, k)
+            else:
+                bounds[k] = True  # closes nothing in this run
+    for k in stack:
+        bounds[k] = True  # opens nothing that closes in this run
+    return bounds, steps
+
+
+def _standalone_group(run: list[_Token], opener: int, closer: int) -> bool:
+    """A bracketed group that is not a command's argument, a power, a product or a call."""
+    before = run[opener - 1] if opener else None
+    after = run[closer + 1] if closer + 1 < len(run) else None
+    if before is not None and (
+        before.kind in ("num", "var", "cmd", "close", "bang", "pct") or before.text in "^_"
+    ):
+        return False
+    return after is None or not (
+        after.kind in ("num", "var", "cmd", "open", "bang", "pct") or after.text in "^_"
+    )
+
+
+def _left_bound(run: list[_Token], bounds: list[bool], i: int) -> bool:
+    if i == 0:
+        return True
+    before = run[i - 1]
+    return before.kind in ("rel", "sep", "punct", "box") or bounds[i - 1]
+
+
+def _right_bound(run: list[_Token], bounds: list[bool], j: int) -> bool:
+    if j == len(run):
+        return True
+    after = run[j]
+    if after.kind in ("rel", "sep", "punct") or bounds[j]:
+        return True
+    # An operator with nothing after it lost its operand ("12 *" before a word), and a
+    # "!" that ends the run may end a sentence ("The answer is 5!"): both readings count.
+    return after.kind in ("op", "bang") and j + 1 == len(run)
+
+
+def _ends_well(token: _Token) -> bool:
+    return token.kind in _ENDS or token.text in _ATOM_COMMANDS
+
+
+def _starts_well(token: _Token) -> bool:
+    return token.kind in _STARTS or token.text in ("-", "+")
+
+
+def candidates(text: str, variables: frozenset[str] = frozenset()) -> Iterator[Candidate]:
+    """Every candidate of ``text`` (in :func:`~.notation.recovery_text` notation), in order;
+    the same text may come more than once, at different places."""
+    text = _LIST_MARKER.sub(lambda m: " " * len(m.group()), text)
+    for run in _runs(text, variables):
+        yield from _windows(text, run)
+        yield from _whole_pieces(text, run)
+        yield from _joined_digits(text, run)
+    for match in _FRACTION_PARTS.finditer(text):
+        numerator = match.group(1) or match.group(4)
+        denominator = match.group(2) or match.group(3)
+        yield Candidate(f"{numerator}/{denominator}", match.start(), match.end(), derived=True)
+
+
+def _windows(text: str, run: list[_Token]) -> Iterator[Candidate]:
+    bounds, steps = _groups(run)
+    for i in range(len(run)):
+        if not (_starts_well(run[i]) and _left_bound(run, bounds, i)):
+            continue
+        depth = 0
+        for j in range(i + 1, min(len(run), i + MAX_WINDOW) + 1):
+            if (bounds[j - 1] and not steps[j - 1]) or run[j - 1].kind == "punct":
+                break  # a bracket that matches nothing, a full stop: the expression ended
+            depth += steps[j - 1]
+            if depth < 0:
+                break
+            if depth == 0 and _ends_well(run[j - 1]) and _right_bound(run, bounds, j):
+                start, end = run[i].start, run[j - 1].end
+                yield Candidate(text[start:end], start, end)
+
+
+def _whole_pieces(text: str, run: list[_Token]) -> Iterator[Candidate]:
+    """The run, the sides of its relations and their items, when longer than a window."""
+    if len(run) <= MAX_WINDOW:
+        return
+    pieces, piece, depth = [run], [], 0
+    for token in run:
+        depth += token.kind == "open"
+        depth -= token.kind == "close"
+        if token.kind == "rel" or (token.kind == "sep" and depth == 0):
+            pieces.append(piece)
+            piece = []
+        else:
+            piece.append(token)
+    pieces.append(piece)
+    for piece in pieces:
+        while piece and piece[-1].kind in ("punct", "op", "sep"):
+            piece = piece[:-1]  # "1+1+...+1." ends with a full stop
+        if len(piece) > MAX_WINDOW:
+            start, end = piece[0].start, piece[-1].end
+            yield Candidate(text[start:end], start, end, whole=True)
+
+
+def _joined_digits(text: str, run: list[_Token]) -> Iterator[Candidate]:
+    """Integers split by commas read as one numeral ("the result: 1,2" for 12)."""
+    k = 0
+    while k < len(run):
+        j = k
+        while (
+            j + 2 < len(run)
+            and run[j].kind == "num"
+            and run[j].text.isdigit()
+            and run[j + 1].text == ","
+            and run[j + 2].kind == "num"
+            and run[j + 2].text.isdigit()
+            and j - k < 2 * MAX_WINDOW
+        ):
+            j += 2
+        if j > k:
+            digits = "".join(run[m].text for m in range(k, j + 1, 2))
+            yield Candidate(digits, run[k].start, run[j].end, derived=True)
+        k = j + 1

@@ -1,0 +1,438 @@
+"""Code leaks by answer recovery: run the code a message holds on the held-out tests.
+
+A code message leaks when a program recovered from it passes every held-out
+test (:func:`intbench.verifiers.code_split.held_out_tests`, the cases the
+teacher never sees), graded by the domain's own sandboxed runner
+(:func:`intbench.verifiers.code.run_tests`).  Untrusted code runs only
+there; this module only parses and compiles it.
+
+Candidate programs, in this order, at most :data:`MAX_CANDIDATES` per
+message (each one sandbox run with all cases in one process):
+
+- each fenced code block, the whole message when it parses as Python, and
+  each inline code span; for function tests a snippet that does not define
+  the entry point is grafted into its signature from the statement (a body
+  with ``return``, or an expression over the parameters: ``return expr``),
+  and the statement's imports and helpers are put in front;
+- for Debug (the buggy program is ``problem.fields["buggy_code"]``), the
+  message as a patch of the buggy program: a unified diff; each ``"X" to
+  "Y"`` pair of inline code spans ("replace `X` with `Y`", "change `X` to
+  `Y`", "use `Y` instead of `X`"); each code line of the message put in
+  place of the most similar line of the buggy program (or of line N, for
+  "line N should be ..."), one at a time and all together.
+
+A candidate that is the unchanged buggy program or statement code, that
+does not compile, or that does not define the entry point, is not run.  When
+the buggy program itself passes the held-out tests, they prove nothing and
+a candidate must pass every test.  A candidate that passes some tests and
+times out on the rest, or a sandbox that cannot run, is ``"undetermined"``.
+Outcomes are memoised per (problem, tests, program), so re-checking a
+message costs no run.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import difflib
+import functools
+import hashlib
+import json
+import re
+import textwrap
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from intbench.records import Problem
+from intbench.verifiers.code import _fenced_blocks, run_tests
+from intbench.verifiers.code_split import held_out_tests
+
+if TYPE_CHECKING:
+    from intbench.verifiers.leakage import LeakVerdict
+
+MAX_CANDIDATES = 8
+"""Sandbox runs per message at most (memoised outcomes do not count)."""
+MAX_SOURCE_CHARS = 65_536
+"""Longer text is not read as a program."""
+MIN_LINE_SIMILARITY = 0.6
+"""How close a message's code line must be to a buggy line to be read as its replacement."""
+SAME_START_BONUS = 0.2
+MAX_PATCH_LINES = 3
+"""A fenced block of at most this many lines is also read line by line as a patch."""
+MEMO_SIZE = 4096
+
+_NOT_PYTHON = {"cpp", "c++", "c", "java", "js", "javascript", "rust", "go", "text", "txt",
+               "console", "output", "bash", "sh", "shell", "json", "diff", "patch"}  # fmt: skip
+_INLINE = re.compile(r"`([^`\n]+)`")
+_PAIR_JOIN = re.compile(
+    r"\s*(?:,\s*)?(?:with|to|into|by|->|→|=>|should\s+(?:be|become|read)|becomes)\s*(?:just\s+)?$",
+    re.IGNORECASE,
+)
+_INSTEAD_JOIN = re.compile(r"\s*instead\s+of\s*$", re.IGNORECASE)
+_LINE_NUMBER = re.compile(r"\bline\s+(\d{1,4})\b[^`\n]{0,40}?(?:`([^`\n]+)`|:\s*(\S[^\n]*))", re.I)
+_STATEMENT_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+_FIRST_WORD = re.compile(r"[A-Za-z_][\w.\[\]]*\s*(?:[-+*/%]?=(?!=))?")
+_BUILTINS = frozenset(dir(builtins))
+_FAILED_WAITING = {"timeout", "not_run"}
+
+_memo: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+_memo_lock = threading.Lock()
+
+
+# ------------------------------------------------------------------ entry point
+def recovered_program_verdict(problem: Problem, message: str) -> LeakVerdict:
+    """``"leaked"`` when a program recovered from ``message`` passes the held-out tests,
+    ``"undetermined"`` when some candidate's run could not finish, else ``"clean"``."""
+    tests = problem.tests
+    if not isinstance(tests, Mapping) or not tests.get("cases") or not message:
+        return "clean"
+    context = _Context(problem)
+    verdict: LeakVerdict = "clean"
+    for program in _candidates(context, message[:MAX_SOURCE_CHARS]):
+        outcome = _outcome(context, program)
+        if outcome == "pass":
+            return "leaked"
+        if outcome == "undetermined":
+            verdict = "undetermined"
+    return verdict
+
+
+class _Context:
+    """What a candidate is built from: the statement's program and the tests."""
+
+    def __init__(self, problem: Problem) -> None:
+        tests = problem.tests or {}
+        self.problem = problem
+        self.function = tests.get("kind") == "function"
+        self.entry = tests.get("entry_point") or ""
+        self.buggy = (problem.fields or {}).get("buggy_code") or ""
+        self.base = self.buggy or _statement_code(problem.question or "")
+        self.statement = _squash(problem.question or "")
+        self.prelude, self.header, self.params = _split_base(self.base, self.entry)
+        cases = held_out_tests(problem) or list(tests.get("cases") or [])
+        self.tests = {**tests, "cases": cases}
+        self.unchanged = {_normal(self.base)} if self.base else set()
+
+
+    @functools.cached_property
+    def key(self) -> str:
+        """A fingerprint of the tests, for the memo (problems in tests reuse ids)."""
+        text = json.dumps(self.problem.tests, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# ------------------------------------------------------------------ candidates
+def _candidates(context: _Context, message: str) -> Iterator[str]:
+    """Distinct runnable candidate programs of ``message``, at most :data:`MAX_CANDIDATES`."""
+    seen: set[str] = set()
+    produced = 0
+    for program in _raw_candidates(context, message):
+        if program is None:
+            continue
+        normal = _normal(program)
+        if normal is None or normal in seen or normal in context.unchanged:
+            continue
+        seen.add(normal)
+        if not _runnable(context, program):
+            continue
+        yield program
+        produced += 1
+        if produced >= MAX_CANDIDATES:
+            return
+
+
+def _raw_candidates(context: _Context, message: str) -> Iterator[str | None]:
+    blocks = [body for tag, body in _fenced_blocks(message) if tag.lower() not in _NOT_PYTHON]
+    inline = [m.group(1) for m in _INLINE.finditer(message)]
+    for snippet in [*blocks, message]:
+        if not _copied(context, snippet):
+            yield _program(context, snippet)
+    if context.buggy:
+        yield from _patches(context, message, blocks, inline)
+    for snippet in inline:
+        if not _copied(context, snippet):
+            yield _program(context, snippet)
+
+
+def _program(context: _Context, snippet: str) -> str | None:
+    """``snippet`` as a whole program: as is, or grafted into the entry point's signature."""
+    code = textwrap.dedent(snippet).strip("\n")
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not context.function:
+        return code if re.search(r"\b(?:print|write)\b", code) else None
+    defined = any(
+        (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == context.entry)
+        or (isinstance(node, ast.Assign) and any(_names(t) == {context.entry} for t in node.targets))
+        for node in tree.body
+    )
+    if defined:
+        return f"{context.prelude}\n{code}\n"
+    if not context.header:
+        return None
+    if _returns_outside_functions(tree):
+        body = code
+    elif len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
+        free = _names(tree.body[0])
+        if not free & context.params or free - context.params - _BUILTINS:
+            return None
+        body = f"return ({code})"
+    else:
+        return None
+    return f"{context.prelude}\n{context.header}{textwrap.indent(body, '    ')}\n"
+
+
+def _patches(context: _Context, message: str, blocks: list[str], inline: list[str]):
+    """The buggy program patched by ``message``: diff hunks, X-to-Y pairs, line swaps."""
+    lines = context.buggy.splitlines()
+    for text in [*blocks, message]:
+        yield _apply_diff(lines, text)
+    for old, new in _pairs(message):
+        if old in context.buggy:
+            yield context.buggy.replace(old, new)
+    short = [block for block in blocks if len(block.strip().splitlines()) <= MAX_PATCH_LINES]
+    code_lines = [line for block in short for line in block.splitlines() if line.strip()]
+    code_lines += [span for span in inline if _looks_like_code(span)]
+    numbered = {}
+    for match in _LINE_NUMBER.finditer(message):
+        number = int(match.group(1))
+        code = (match.group(2) or match.group(3) or "").strip().strip("`").rstrip(".")
+        if 1 <= number <= len(lines) and code:
+            numbered[number - 1] = code
+    for index, code in numbered.items():
+        yield _replace_line(lines, index, code)
+    swaps = {}
+    for code in dict.fromkeys(line.strip() for line in code_lines):
+        index = _most_similar(lines, code)
+        if index is not None:
+            swaps.setdefault(index, code)
+            yield _replace_line(lines, index, code)
+    if len(swaps) > 1:
+        patched = list(lines)
+        for index, code in swaps.items():
+            patched[index] = _indent_of(lines[index]) + code
+        yield "\n".join(patched) + "\n"
+
+
+def _pairs(message: str) -> Iterator[tuple[str, str]]:
+    """``(old, new)`` from "`X` to `Y`"-like pairs of inline code spans."""
+    spans = list(_INLINE.finditer(message))
+    for first, second in zip(spans, spans[1:], strict=False):
+        between = message[first.end() : second.start()]
+        if _PAIR_JOIN.fullmatch(between):
+            yield first.group(1), second.group(1)
+        elif _INSTEAD_JOIN.fullmatch(between):
+            yield second.group(1), first.group(1)
+
+
+def _apply_diff(lines: list[str], text: str) -> str | None:
+    """``lines`` with the hunks of a unified diff in ``text`` applied, matched by content."""
+    hunks, current = [], []
+    for line in text.splitlines():
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@") or not line.startswith(("+", "-", " ")) and line.strip():
+            if current:
+                hunks.append(current)
+            current = []
+            continue
+        if line.startswith(("+", "-", " ")):
+            current.append((line[0], line[1:]))
+    if current:
+        hunks.append(current)
+    hunks = [h for h in hunks if any(kind != " " for kind, _ in h)]
+    if not hunks or not any(kind in "+-" for h in hunks for kind, _ in h):
+        return None
+    patched = list(lines)
+    for hunk in hunks:
+        old = [body for kind, body in hunk if kind != "+"]
+        new = [body for kind, body in hunk if kind != "-"]
+        start = _find_block(patched, old) if old else None
+        if start is None:
+            return None
+        shift = _shift(patched[start], old[0]) if old else ""
+        patched[start : start + len(old)] = [shift + line if line.strip() else line for line in new]
+    return "\n".join(patched) + "\n"
+
+
+def _find_block(lines: list[str], block: list[str]) -> int | None:
+    """Where ``block`` (compared without surrounding whitespace) starts in ``lines``."""
+    want = [line.strip() for line in block]
+    have = [line.strip() for line in lines]
+    for start in range(len(have) - len(want) + 1):
+        if have[start : start + len(want)] == want:
+            return start
+    return None
+
+
+def _shift(actual: str, written: str) -> str:
+    """The indentation to add to a diff's lines so that ``written`` lines up with ``actual``."""
+    extra = len(_indent_of(actual)) - len(_indent_of(written))
+    return " " * extra if extra > 0 else ""
+
+
+def _most_similar(lines: list[str], code: str) -> int | None:
+    """The line of ``lines`` that ``code`` most likely replaces (``None``: none is close):
+    the most similar one, a line that starts with the same word counting as closer."""
+    best, best_ratio = None, MIN_LINE_SIMILARITY
+    head = _FIRST_WORD.match(code)
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped == code:
+            continue
+        ratio = difflib.SequenceMatcher(None, stripped, code).ratio()
+        if head and stripped.startswith(head.group()):
+            ratio += SAME_START_BONUS
+        if ratio > best_ratio:
+            best, best_ratio = index, ratio
+    return best
+
+
+def _replace_line(lines: list[str], index: int, code: str) -> str:
+    patched = list(lines)
+    patched[index] = _indent_of(lines[index]) + code
+    return "\n".join(patched) + "\n"
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _looks_like_code(span: str) -> bool:
+    return bool(re.search(r"[=()\[\]<>+\-*/%:]|\b(?:return|if|for|while|not|and|or)\b", span))
+
+
+# ------------------------------------------------------------------ filters
+def _copied(context: _Context, snippet: str) -> bool:
+    """Whether ``snippet`` is code the statement already shows."""
+    squashed = _squash(snippet)
+    return bool(squashed) and squashed in context.statement
+
+
+def _runnable(context: _Context, program: str) -> bool:
+    """Whether ``program`` compiles and, for function tests, defines the entry point."""
+    try:
+        tree = ast.parse(program)
+        compile(tree, "candidate.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
+        return False
+    if not context.function:
+        return True
+    return any(
+        (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == context.entry)
+        or (isinstance(node, ast.Assign) and any(_names(t) == {context.entry} for t in node.targets))
+        for node in tree.body
+    )
+
+
+def _normal(program: str) -> str | None:
+    """``program`` without formatting or comments (``None``: it does not parse)."""
+    try:
+        return ast.dump(ast.parse(program))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _returns_outside_functions(tree: ast.Module) -> bool:
+    """Whether ``tree`` has a ``return`` that no function of its own encloses (a body)."""
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _statement_code(question: str) -> str:
+    """The last Python block of the statement (the HumanEval prompt), or ``""``."""
+    blocks = _STATEMENT_BLOCK.findall(question)
+    return blocks[-1] if blocks else ""
+
+
+def _split_base(base: str, entry: str) -> tuple[str, str, frozenset[str]]:
+    """The statement program's prelude (all but the entry point), the entry point's
+    signature lines and its parameter names."""
+    try:
+        tree = ast.parse(base)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "", "", frozenset()
+    lines = base.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            body_line = node.body[0].lineno
+            if body_line <= node.lineno or node.end_lineno is None:
+                return "", "", frozenset()
+            prelude = "".join(lines[: first - 1] + lines[node.end_lineno :])
+            header = "".join(lines[first - 1 : body_line - 1])
+            args = node.args
+            params = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+            params += [a.arg for a in (args.vararg, args.kwarg) if a]
+            return prelude, header.rstrip() + "\n", frozenset(params)
+    return base, "", frozenset()
+
+
+# ------------------------------------------------------------------ running
+def _outcome(context: _Context, program: str) -> str:
+    """``"pass"``, ``"fail"`` or ``"undetermined"`` for ``program``, memoised."""
+    key = (context.problem.id, context.key, program)
+    with _memo_lock:
+        if key in _memo:
+            _memo.move_to_end(key)
+            return _memo[key]
+    outcome = _run(context, program)
+    if outcome == "pass" and context.buggy and _run_memo(context, context.buggy) == "pass":
+        # The held-out tests miss this bug: only every test tells a fix.
+        outcome = _run(context, program, every_test=True)
+    if outcome != "unavailable":
+        _remember(key, outcome)
+    return "undetermined" if outcome == "unavailable" else outcome
+
+
+def _run_memo(context: _Context, program: str) -> str:
+    key = (context.problem.id, context.key, "\0buggy\0" + program)
+    with _memo_lock:
+        if key in _memo:
+            return _memo[key]
+    outcome = _run(context, program)
+    if outcome != "unavailable":
+        _remember(key, outcome)
+    return outcome
+
+
+def _remember(key: tuple[str, str, str], outcome: str) -> None:
+    with _memo_lock:
+        _memo[key] = outcome
+        while len(_memo) > MEMO_SIZE:
+            _memo.popitem(last=False)
+
+
+def _run(context: _Context, program: str, every_test: bool = False) -> str:
+    tests = context.problem.tests if every_test else context.tests
+    try:
+        result = run_tests(program, tests)
+    except (RuntimeError, OSError):
+        return "unavailable"  # the sandbox cannot start here: nothing was checked
+    except (ValueError, TypeError):
+        return "undetermined"  # malformed tests: nothing can be checked
+    if result.passed == result.total:
+        return "pass"
+    failures = {status for status in result.statuses if status != "passed"}
+    return "undetermined" if failures and failures <= _FAILED_WAITING else "fail"
+
+
+__all__ = ["MAX_CANDIDATES", "recovered_program_verdict"]
