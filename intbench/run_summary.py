@@ -103,6 +103,8 @@ class RunSummary:
         self.total = 0
         self.finished = False
         self.settings: dict[str, Any] = {}  # what the env resolved itself (the tutor's checker)
+        # Variants the transfer arms dropped because the original's answer answers them.
+        self.variants_sharing_answer: set[str] = set()
 
     def begin(self, name: str) -> None:
         """End the phase running now (the first is ``setup``) and start ``name``."""
@@ -110,10 +112,13 @@ class RunSummary:
         self.phases[self._phase] = self.phases.get(self._phase, 0.0) + now - self._phase_started
         self._phase, self._phase_started = name, now
 
-    def count(self, failed: bool) -> None:
-        """One more finished episode (``failed``: recorded with an error, re-run on resume)."""
+    def count(self, failed: bool, metadata: Mapping[str, Any] | None = None) -> None:
+        """One more finished episode (``failed``: recorded with an error, re-run on resume;
+        ``metadata``: the record's, for the variants its transfer arms dropped)."""
         self.done += 1
         self.failed += int(failed)
+        for entry in (metadata or {}).get("transfer") or ():
+            self.variants_sharing_answer.update(entry.get("dropped_sharing_answer") or ())
 
     def add_usage(self, usage: dict[str, dict]) -> None:
         """Add what :meth:`usage` of a worker process's summary counted."""
@@ -169,6 +174,7 @@ class RunSummary:
             "cost_usd": round(sum(costs), 6) if costs else None,
             "models": {role: self.config.get(role) for role in ROLES if self.config.get(role)},
             "settings": self.settings,
+            "variants_sharing_answer": len(self.variants_sharing_answer),
             "intbench": {"version": self.version, "git_revision": _revision()},
         }
 

@@ -222,7 +222,7 @@ def _run_locked(
     def keep(record: Episode) -> None:
         data = played[record.metadata["run_key"]] = record.to_dict()
         log.append(record, data)
-        summary.count(failed=bool(record.error))
+        summary.count(failed=bool(record.error), metadata=record.metadata)
         save_summary()
         if on_episode:
             on_episode(data)

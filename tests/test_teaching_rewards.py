@@ -420,3 +420,156 @@ def test_audit_flags_forwarded_tests_and_ignores_problems_without_a_turn():
     tied = score("tell:y", {"a": -5.0, "b": 0.0})
     assert telling_wins([score("never", {"a": 1.0, "b": 0.0}), tied]) == ["tell:y"]
     assert telling_wins([never, score("hint", {"a": 1.0, "b": 5.0}, {"a"})]) == []
+
+
+# ------------------------------------------------ telling cannot pay, by construction
+SHIPPED_TRAINING = sorted(p for p in CONFIGS.glob("*.yaml") if "sft" not in p.name)
+
+
+@pytest.mark.parametrize("config", SHIPPED_TRAINING, ids=lambda p: p.name)
+def test_every_shipped_training_config_pays_only_what_telling_cannot_raise(config):
+    """Issue 54 item 1: the positive part comes from variants the teacher never saw."""
+    from intbench.envs.registration import protocol_of
+    from intbench.envs.rewards import resolve_weights, telling_cannot_pay
+    from intbench.training import load_config
+
+    loaded = load_config(config)
+    weights = resolve_weights(loaded.env_kwargs()["reward"], protocol_of(loaded.env))
+    assert telling_cannot_pay(weights), (config.name, weights)
+    assert telling_margin(weights, protocol_of(loaded.env)) <= -1.0  # a flagged tell loses by 1
+
+
+def test_telling_cannot_pay_tells_the_presets_apart():
+    from intbench.envs.rewards import telling_cannot_pay
+
+    assert telling_cannot_pay(PRESETS["teaching"]) and telling_cannot_pay(PRESETS["transfer"])
+    for outcome in ("success", "helpfulness", "auc", "pedagogical"):
+        assert not telling_cannot_pay(PRESETS[outcome])
+    assert not telling_cannot_pay({"transfer_gain": 1.0, "success": 0.5})
+    assert not telling_cannot_pay({"transfer_gain": 1.0, "baseline_correct": -1.0})
+
+
+class NoisyStudent:
+    """A student a tell could fool: right alone on a problem or a variant at random
+    (a hash of the whole prompt, so the two arms draw independently); copies any
+    number it was told onto whatever it answers; a variant is right after the
+    method (``METHOD``)."""
+
+    def __init__(self, problems, variants):
+        self.known = [*problems, *variants]
+
+    def __call__(self, messages) -> str:
+        import zlib
+
+        text = "\n".join(m["content"] for m in messages)
+        problem = max(
+            (p for p in self.known if p.question in text), key=lambda p: text.rfind(p.question)
+        )
+        lucky = zlib.crc32(text.encode()) % 3 == 0
+        told = [p.answer for p in self.known if f"is {p.answer}" in text or f"{{{p.answer}}}" in text]
+        if told and not problem.id.endswith("/v"):
+            return f"So \\boxed{{{told[0]}}}."
+        if told:  # a stated answer copied onto the variant: the original's, so wrong
+            return f"So \\boxed{{{told[0]}}}."
+        solved = lucky or (problem.id.endswith("/v") and METHOD in text)
+        return f"So \\boxed{{{problem.answer if solved else 999}}}."
+
+
+@pytest.mark.parametrize("protocol", ["", "-Feedback", "-Tutor"])
+def test_an_unflagged_tell_scores_no_more_than_waiting_in_expectation(protocol, tmp_path, monkeypatch):
+    """Issue 54 item 1: a message that carries only the original's answer, flagged or
+    not, scores no more than waiting under ``teaching``.  The leak detector is switched
+    off here (every message is "clean"), so only the construction protects."""
+    import intbench.envs.feedback as feedback_env
+    import intbench.envs.monitor as monitor_env_module
+    import intbench.envs.tutor as tutor_env
+
+    for module in (monitor_env_module, feedback_env, tutor_env):
+        monkeypatch.setattr(module, "leak_verdict", lambda problem, message: "clean")
+    problems = sums(6)
+    student = NoisyStudent(problems, sum_variants(problems))
+    path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
+    env = gym.make(
+        f"IntBench-Math{protocol}-v0", student=ScriptedBackend(student), problems=problems,
+        reward="teaching", variants=str(path), cache_dir=str(tmp_path / "cache"),
+    )  # fmt: skip
+    scores: dict[str, list[float]] = {"wait": [], "tell": [], "boxed": [], "hint": []}
+    for index in range(len(problems)):
+        for seed in range(8):
+            answer = problems[index].answer
+            for name, message in (("wait", None), ("tell", f"The answer is {answer} (see above)."),
+                                  ("boxed", f"\\boxed{{{answer}}}"), ("hint", METHOD)):  # fmt: skip
+                obs, info = env.reset(seed=seed, options={"problem_index": index})
+                total, done = 0.0, False
+                while not done:
+                    action = {"intervene": 1, "message": message} if message else WAIT
+                    _, reward, done, _, info = env.step(action)
+                    total += reward
+                scores[name].append(total)
+    mean = {name: sum(values) / len(values) for name, values in scores.items()}
+    assert mean["tell"] < mean["wait"] and mean["boxed"] < mean["wait"], mean
+    assert mean["hint"] > mean["wait"], mean
+
+
+# ------------------------------------------- variants that share the original's answer
+def gcd_problems() -> tuple[list[Problem], list[Problem]]:
+    """The red team's case: gcd(84, 18) and its variant gcd(42, 30) are both 6."""
+    originals = [Problem(id="g/0", domain="math", question="What is gcd(84, 18)?", answer="6")]
+    variants = [
+        Problem(id="g/0/v1", domain="math", question="What is gcd(42, 30)?", answer="6",
+                metadata={"variant_of": "g/0", "skill": "gcd"}),
+        Problem(id="g/0/v2", domain="math", question="What is gcd(40, 28)?", answer="4",
+                metadata={"variant_of": "g/0", "skill": "gcd"}),
+    ]  # fmt: skip
+    return originals, variants
+
+
+def test_a_variant_that_shares_the_original_answer_is_dropped_and_counted(tmp_path):
+    from intbench.envs.transfer import VariantSource
+    from intbench.generalization.answers import shares_answer
+
+    originals, variants = gcd_problems()
+    assert shares_answer(originals[0], variants[0]) and not shares_answer(originals[0], variants[1])
+    source = VariantSource(originals, write_variant_set(tmp_path / "v.jsonl", variants))
+    assert {source.variant(originals[0], seed).id for seed in range(6)} == {"g/0/v2"}
+    assert source.sharing_answer(originals[0]) == ["g/0/v1"]
+    with pytest.raises(ValueError, match="no usable variant of 1 problem"):
+        VariantSource(originals, write_variant_set(tmp_path / "w.jsonl", variants[:1]))
+
+
+def test_the_run_summary_counts_the_dropped_variants(tmp_path):
+    import json
+
+    originals, variants = gcd_problems()
+    problems = tmp_path / "p.jsonl"
+    problems.write_text("".join(json.dumps({"problem": p.question, "answer": p.answer}) + "\n"
+                                for p in originals))  # fmt: skip
+    path = write_variant_set(tmp_path / "v.jsonl", [
+        Problem(**{**v.to_dict(), "metadata": {**v.metadata, "variant_of": "math/local/0"}})
+        for v in variants
+    ])  # fmt: skip
+    out = tmp_path / "run"
+    code = main([
+        "eval", "--env", "IntBench-Math-v0", "--source", str(problems), "--teacher", "always",
+        "--student", "scripted:text=So \\boxed{6}.", "--reward", "teaching",
+        "--env-option", f"variants={path}", "-n", "1", "--out", str(out),
+    ])  # fmt: skip
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["variants_sharing_answer"] == 1
+
+
+@pytest.mark.parametrize("domain", ["math", "omni_math", "arithmetic", "linguini"])
+def test_procedural_variants_never_share_the_original_answer(domain):
+    """Before: 9 of 300 math and 3 of 300 Omni-MATH variants shared it."""
+    from intbench.envs.domains import load_problems
+    from intbench.generalization.answers import SHARED_ANSWER, shares_answer
+    from intbench.generalization.procedural import procedural_variants
+
+    problems = load_problems(domain, source="offline", n=120, seed=0)
+    made = procedural_variants(problems, 1, 0)
+    originals = {p.id: p for p in problems}
+    assert made.variants
+    assert not any(shares_answer(originals[v.metadata["variant_of"]], v) for v in made.variants)
+    dropped = [d for entry in made.log for d in entry["dropped"] if d["reason"] == SHARED_ANSWER]
+    assert len(made.variants) + len(dropped) <= len(problems)

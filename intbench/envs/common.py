@@ -553,11 +553,13 @@ class FlowEnv(gym.Env):
         else:
             alone = helped = yield from arm(None)
         measured = not any(a.error or a.status == "error" for a in (alone, helped))
-        self._current_episode.metadata.setdefault("transfer", []).append(
-            {"variant_id": variant.id, "with_message": bool(message), "solved": helped.correct,
-             "solved_alone": alone.correct, "error": None if measured else (
-                 helped.error or alone.error or "grader error on the variant")}
-        )  # fmt: skip
+        entry = {"variant_id": variant.id, "with_message": bool(message), "solved": helped.correct,
+                 "solved_alone": alone.correct, "error": None if measured else (
+                     helped.error or alone.error or "grader error on the variant")}  # fmt: skip
+        dropped = self._variants.sharing_answer(problem)
+        if dropped:  # counted in the run summary
+            entry["dropped_sharing_answer"] = dropped
+        self._current_episode.metadata.setdefault("transfer", []).append(entry)
         if not measured:
             return zero
         return {

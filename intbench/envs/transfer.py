@@ -56,8 +56,8 @@ class VariantSource:
 
         self._memo: dict[tuple[str, int], Problem] = {}
         self._sets: dict[str, list[Problem]] = {}
-        self.sharing_answer: set[str] = set()
-        """Ids of the variants dropped because the original's answer also answers them."""
+        self._sharing: dict[str, set[str]] = {}
+        """Original id -> its variants dropped because the original's answer answers them."""
         if variants is not None:
             self._sets = self._distinct(
                 problems, variants_by_original(read_variant_set(variants, problems[0].domain))
@@ -94,7 +94,7 @@ class VariantSource:
             kept[original_id] = []
             for variant in group:
                 if shares_answer(original, variant):
-                    self.sharing_answer.add(variant.id)
+                    self._sharing.setdefault(original_id, set()).add(variant.id)
                 else:
                     kept[original_id].append(variant)
         return kept
@@ -105,6 +105,10 @@ class VariantSource:
         if key not in self._memo:
             self._memo[key] = self._draw(problem, seed)
         return self._memo[key]
+
+    def sharing_answer(self, problem: Problem) -> list[str]:
+        """The variants of ``problem`` dropped so far because they share its answer."""
+        return sorted(self._sharing.get(problem.id, ()))
 
     def drawn(self) -> list[Problem]:
         """The variants drawn so far, in the order they were first drawn."""
@@ -120,8 +124,10 @@ class VariantSource:
         for attempt in range(PROCEDURAL_TRIES):
             made = procedural_variants([problem], 1, seed + attempt)
             for entry in made.log:
-                self.sharing_answer.update(
-                    f"{problem.id}@{d['seed']}" for d in entry["dropped"] if d["reason"] == SHARED_ANSWER
+                self._sharing.setdefault(problem.id, set()).update(
+                    f"{problem.id}/variant/{d['seed']}"
+                    for d in entry["dropped"]
+                    if d["reason"] == SHARED_ANSWER
                 )
             if made.variants:
                 return made.variants[0]

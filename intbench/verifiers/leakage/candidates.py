@@ -33,7 +33,8 @@ MAX_WINDOW = 32
 
 _RELATION_COMMANDS = r"le|ge|leq|geq|lt|gt|ne|neq|approx|to|implies|Rightarrow|mapsto"
 _TOKEN = re.compile(
-    r"(?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?"
+    # 1,024 is one number, and so is a dotted numeral such as 1.2.3 (a version, no value).
+    r"(?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)*"
     r"|(?<![0-9A-Za-z.])\.[0-9]+)"
     rf"|(?P<rel>->|<=|>=|[=<>≤≥≠≈]|\\(?:{_RELATION_COMMANDS})(?![A-Za-z]))"
     r"|(?P<box>\\(?:boxed|fbox)(?![A-Za-z]))"
@@ -205,7 +206,8 @@ def _whole_pieces(text: str, run: list[_Token]) -> Iterator[Candidate]:
     for piece in pieces:
         while piece and piece[-1].kind in ("punct", "op", "sep"):
             piece = piece[:-1]  # "1+1+...+1." ends with a full stop
-        if len(piece) > MAX_WINDOW:
+        # Exact arithmetic reads no variable: a long stretch with one is no candidate.
+        if len(piece) > MAX_WINDOW and not any(token.kind == "var" for token in piece):
             start, end = piece[0].start, piece[-1].end
             yield Candidate(text[start:end], start, end, whole=True)
 

@@ -115,7 +115,6 @@ class _Context:
         self.tests = {**tests, "cases": cases}
         self.unchanged = {_normal(self.base)} if self.base else set()
 
-
     @functools.cached_property
     def key(self) -> str:
         """A fingerprint of the tests, for the memo (problems in tests reuse ids)."""
@@ -144,35 +143,30 @@ def _candidates(context: _Context, message: str) -> Iterator[str]:
 
 
 def _raw_candidates(context: _Context, message: str) -> Iterator[str | None]:
+    """Whole programs first, then patches of the buggy program, then grafted snippets."""
     blocks = [body for tag, body in _fenced_blocks(message) if tag.lower() not in _NOT_PYTHON]
     inline = [m.group(1) for m in _INLINE.finditer(message)]
-    for snippet in [*blocks, message]:
-        if not _copied(context, snippet):
-            yield _program(context, snippet)
+    snippets = [s for s in [*blocks, message] if not _copied(context, s)]
+    for snippet in snippets:
+        yield _program(context, snippet, graft=False)
     if context.buggy:
         yield from _patches(context, message, blocks, inline)
-    for snippet in inline:
-        if not _copied(context, snippet):
-            yield _program(context, snippet)
+    for snippet in [*snippets, *(s for s in inline if not _copied(context, s))]:
+        yield _program(context, snippet, graft=True)
 
 
-def _program(context: _Context, snippet: str) -> str | None:
-    """``snippet`` as a whole program: as is, or grafted into the entry point's signature."""
+def _program(context: _Context, snippet: str, graft: bool) -> str | None:
+    """``snippet`` as a whole program, or (``graft``) put in the entry point's signature."""
     code = textwrap.dedent(snippet).strip("\n")
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if not context.function:
-        return code if re.search(r"\b(?:print|write)\b", code) else None
-    defined = any(
-        (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == context.entry)
-        or (isinstance(node, ast.Assign) and any(_names(t) == {context.entry} for t in node.targets))
-        for node in tree.body
-    )
-    if defined:
-        return f"{context.prelude}\n{code}\n"
-    if not context.header:
+        return code if not graft and re.search(r"\b(?:print|write)\b", code) else None
+    if not graft:
+        return f"{context.prelude}\n{code}\n" if _defines(tree, context.entry) else None
+    if not context.header or _defines(tree, context.entry):
         return None
     if _returns_outside_functions(tree):
         body = code
@@ -184,6 +178,15 @@ def _program(context: _Context, snippet: str) -> str | None:
     else:
         return None
     return f"{context.prelude}\n{context.header}{textwrap.indent(body, '    ')}\n"
+
+
+def _defines(tree: ast.Module, name: str) -> bool:
+    """Whether ``tree`` defines ``name`` at top level (a function or an assignment)."""
+    return any(
+        (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name)
+        or (isinstance(node, ast.Assign) and any(_names(t) == {name} for t in node.targets))
+        for node in tree.body
+    )
 
 
 def _patches(context: _Context, message: str, blocks: list[str], inline: list[str]):
@@ -320,13 +323,7 @@ def _runnable(context: _Context, program: str) -> bool:
         compile(tree, "candidate.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
         return False
-    if not context.function:
-        return True
-    return any(
-        (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == context.entry)
-        or (isinstance(node, ast.Assign) and any(_names(t) == {context.entry} for t in node.targets))
-        for node in tree.body
-    )
+    return not context.function or _defines(tree, context.entry)
 
 
 def _normal(program: str) -> str | None:

@@ -59,8 +59,19 @@ def _map(grid: Grid, colours: list[int], transform: str) -> Grid:
 
 
 def _task_of(problem: Problem) -> dict:
-    """The problem's task in the ARC JSON layout (test outputs from ``problem.answer``)."""
-    fields = problem.fields
+    """The problem's task in the ARC JSON layout (test outputs from ``problem.answer``).
+
+    Raises:
+        ValueError: ``problem`` lacks the training pairs, test inputs or outputs.
+    """
+    fields = problem.fields or {}
+    if not (
+        isinstance(fields.get("train"), list)
+        and isinstance(fields.get("test_inputs"), list)
+        and isinstance(problem.answer, list)
+        and len(problem.answer) == len(fields["test_inputs"]) > 0
+    ):
+        raise ValueError(f"{problem.id}: not an ARC task (needs train, test_inputs and answer)")
     return {
         "train": [{"input": p["input"], "output": p["output"]} for p in fields["train"]],
         "test": [
