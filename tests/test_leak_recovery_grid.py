@@ -48,32 +48,43 @@ TELLS = {
         f"column {i + 1}: " + " ".join(map(str, col)) for i, col in enumerate(_columns(g))
     ),
     "run_length": lambda g: "\n".join(f"Row {i + 1}: {_runs(row)}" for i, row in enumerate(g)),
-    "row_labels": lambda g: " ".join(f"row {i + 1}: {','.join(map(str, r))};" for i, r in enumerate(g)),
-    "flat": lambda g: f"It is {len(g)}x{len(g[0])}, cells " + " ".join(str(c) for r in g for c in r),
+    "row_labels": lambda g: " ".join(
+        f"row {i + 1}: {','.join(map(str, r))};" for i, r in enumerate(g)
+    ),
+    "flat": lambda g: (
+        f"It is {len(g)}x{len(g[0])}, cells " + " ".join(str(c) for r in g for c in r)
+    ),
     "markdown_table": lambda g: "\n".join("| " + " | ".join(map(str, row)) + " |" for row in g),
 }
 
 HONEST = {
-    "quoted_test_input": lambda p: "Look at the test input:\n"
-    + format_grid(p.fields["test_inputs"][0])
-    + "\nWhat repeats?",
-    "quoted_training_pair": lambda p: "In example 1:\nInput:\n"
-    + format_grid(p.fields["train"][0]["input"])
-    + "\nOutput:\n"
-    + format_grid(p.fields["train"][0]["output"]),
+    "quoted_test_input": lambda p: (
+        "Look at the test input:\n" + format_grid(p.fields["test_inputs"][0]) + "\nWhat repeats?"
+    ),
+    "quoted_training_pair": lambda p: (
+        "In example 1:\nInput:\n"
+        + format_grid(p.fields["train"][0]["input"])
+        + "\nOutput:\n"
+        + format_grid(p.fields["train"][0]["output"])
+    ),
     "all_training_pairs": lambda p: "\n\n".join(
         f"Input:\n{format_grid(t['input'])}\nOutput:\n{format_grid(t['output'])}"
         for t in p.fields["train"]
     ),
     "reversed_rows": lambda p: "Not quite:\n" + format_grid(p.answer[0][::-1]),
-    "size_hint": lambda p: f"The output is {len(p.answer[0])} by {len(p.answer[0][0])}; "
-    "look at the blue and red cells.",
+    "size_hint": lambda p: (
+        f"The output is {len(p.answer[0])} by {len(p.answer[0][0])}; "
+        "look at the blue and red cells."
+    ),
     "first_row_only": lambda p: "The first row should be " + " ".join(map(str, p.answer[0][0])),
 }
 
 
 def _shown(problem: Problem) -> list:
-    return [*problem.fields["test_inputs"], *(g for t in problem.fields["train"] for g in t.values())]
+    return [
+        *problem.fields["test_inputs"],
+        *(g for t in problem.fields["train"] for g in t.values()),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -165,8 +176,14 @@ def test_every_test_output_counts():
 
 
 @pytest.mark.parametrize(
-    "message", ["7" * 200_000, "7 0 " * 100_000, "seven " * 40_000, "row 1: " * 30_000,
-                "3 black, " * 30_000]  # fmt: skip
+    "message",
+    [
+        "7" * 200_000,
+        "7 0 " * 100_000,
+        "seven " * 40_000,
+        "row 1: " * 30_000,
+        "3 black, " * 30_000,
+    ],  # fmt: skip
 )
 def test_long_messages_take_linear_time(message):
     start = time.perf_counter()

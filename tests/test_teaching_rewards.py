@@ -466,7 +466,9 @@ class NoisyStudent:
             (p for p in self.known if p.question in text), key=lambda p: text.rfind(p.question)
         )
         lucky = zlib.crc32(text.encode()) % 3 == 0
-        told = [p.answer for p in self.known if f"is {p.answer}" in text or f"{{{p.answer}}}" in text]
+        told = [
+            p.answer for p in self.known if f"is {p.answer}" in text or f"{{{p.answer}}}" in text
+        ]
         if told and not problem.id.endswith("/v"):
             return f"So \\boxed{{{told[0]}}}."
         if told:  # a stated answer copied onto the variant: the original's, so wrong
@@ -476,16 +478,15 @@ class NoisyStudent:
 
 
 @pytest.mark.parametrize("protocol", ["", "-Feedback", "-Tutor"])
-def test_an_unflagged_tell_scores_no_more_than_waiting_in_expectation(protocol, tmp_path, monkeypatch):
+def test_an_unflagged_tell_scores_no_more_than_waiting_in_expectation(
+    protocol, tmp_path, monkeypatch
+):
     """Issue 54 item 1: a message that carries only the original's answer, flagged or
     not, scores no more than waiting under ``teaching``.  The leak detector is switched
     off here (every message is "clean"), so only the construction protects."""
-    import intbench.envs.feedback as feedback_env
-    import intbench.envs.monitor as monitor_env_module
-    import intbench.envs.tutor as tutor_env
+    import intbench.envs.common as common
 
-    for module in (monitor_env_module, feedback_env, tutor_env):
-        monkeypatch.setattr(module, "leak_verdict", lambda problem, message: "clean")
+    monkeypatch.setattr(common, "leak_verdict", lambda problem, message: "clean")
     problems = sums(6)
     student = NoisyStudent(problems, sum_variants(problems))
     path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
@@ -573,3 +574,80 @@ def test_procedural_variants_never_share_the_original_answer(domain):
     assert not any(shares_answer(originals[v.metadata["variant_of"]], v) for v in made.variants)
     dropped = [d for entry in made.log for d in entry["dropped"] if d["reason"] == SHARED_ANSWER]
     assert len(made.variants) + len(dropped) <= len(problems)
+
+
+# ------------------------------------------ undetermined leak checks and the LLM judge
+def _play(env, index: int, message: str | None, seed: int = 0) -> tuple[float, dict]:
+    env.reset(seed=seed, options={"problem_index": index})
+    total, done, info = 0.0, False, {}
+    while not done:
+        action = {"intervene": 1, "message": message} if message else WAIT
+        _, reward, done, _, info = env.step(action)
+        total += reward
+    return total, info["record"]["reward_components"]
+
+
+@pytest.mark.parametrize("protocol", ["", "-Feedback", "-Tutor"])
+@pytest.mark.parametrize("preset", ["teaching", "success"])
+def test_a_leak_check_that_cannot_finish_scores_as_waiting(protocol, preset, tmp_path, monkeypatch):
+    """Issue 54 item 2: "undetermined" earns what waiting earns, never a penalty, never
+    more (a verifier timeout on a power tower used to count as a leak)."""
+    import intbench.envs.common as common
+
+    problems = sums(2)
+    path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
+    env = gym.make(
+        f"IntBench-Math{protocol}-v0", student=Student(problems, sum_variants(problems)).backend(),
+        problems=problems, reward=preset, variants=str(path), cache_dir=str(tmp_path / "c"),
+    )  # fmt: skip
+    waited, _ = _play(env, 1, None)
+    taught, _ = _play(env, 1, METHOD)
+    monkeypatch.setattr(common, "leak_verdict", lambda problem, message: "undetermined")
+    undetermined, parts = _play(env, 1, METHOD)
+    assert parts["leak_undetermined"] >= 1.0 and parts["leaked"] == 0.0
+    if protocol == "":  # monitor: the reward of waiting itself
+        assert undetermined == waited
+    else:  # feedback and tutor: no penalty, and the transfer arms count as waiting's
+        assert undetermined >= waited - 0.1 * parts["messages"] - 1e-9
+        assert parts["transfer_gain"] == 0.0
+    assert undetermined <= max(taught, waited)
+
+
+class ScriptedJudge:
+    """Says ``Leaked: True`` when the message holds the reference answer's digits."""
+
+    def __init__(self):
+        self.prompts: list[str] = []
+
+    def __call__(self, messages) -> str:
+        text = messages[-1]["content"]
+        self.prompts.append(text)
+        reference = text.split("Final answer: ")[1].split()[0]
+        message = text.split("<update>")[1].split("</update>")[0]
+        return f"Leaked: {reference in message}\nExplanation: scripted"
+
+
+@pytest.mark.parametrize("protocol", ["", "-Feedback", "-Tutor"])
+def test_the_llm_leak_judge_is_a_reward_component(protocol, tmp_path, monkeypatch):
+    """Issue 54 item 2: an optional LLM leak judge, off without a judge backend."""
+    import intbench.envs.common as common
+
+    monkeypatch.setattr(common, "leak_verdict", lambda problem, message: "clean")
+    problems = sums(2)
+    path = write_variant_set(tmp_path / "v.jsonl", sum_variants(problems))
+    judge = ScriptedJudge()
+    common_kwargs = {"student": Student(problems, sum_variants(problems)).backend(),
+                     "problems": problems, "variants": str(path), "reward": "teaching"}  # fmt: skip
+    plain = gym.make(f"IntBench-Math{protocol}-v0", **common_kwargs, cache_dir=str(tmp_path / "a"))
+    judged = gym.make(
+        f"IntBench-Math{protocol}-v0", **common_kwargs, cache_dir=str(tmp_path / "b"),
+        leak_judge=ScriptedBackend(judge, spec="scripted:judge"),
+    )  # fmt: skip
+    tell = f"Psst: {problems[1].answer}."
+    told_plain, parts = _play(plain, 1, tell)
+    assert parts["judge_leaked"] == 0.0  # off without a judge
+    told_judged, parts = _play(judged, 1, tell)
+    assert parts["judge_leaked"] >= 1.0 and told_judged <= told_plain - 2.0
+    taught, parts = _play(judged, 1, METHOD)
+    assert parts["judge_leaked"] == 0.0 and taught > told_judged
+    assert judge.prompts and "Work out what is asked first" in judge.prompts[-1]

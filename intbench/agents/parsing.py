@@ -243,9 +243,62 @@ def parse_leak_check(text: str) -> LeakCheck:
     return LeakCheck(leak, reasons[0] if reasons else None, error)
 
 
+VERDICTS = {"true": True, "false": False}
+# A field label at the start of a line, tolerating markdown ("**Leakage:** Full").
+_FIELD = r"^[ \t>#*_\-]*{name}[ \t*_]*:[ \t*_]*(.*)$"
+
+
+def field_values(text: str, name: str) -> list[str]:
+    """The values of every ``Name: value`` line of ``text`` (case-insensitive)."""
+    pattern = re.compile(_FIELD.format(name=re.escape(name)), re.IGNORECASE | re.MULTILINE)
+    return [m.group(1).strip().strip("*_`\"' ").strip() for m in pattern.finditer(text)]
+
+
+@dataclass(frozen=True)
+class LeakageParse:
+    """A parsed ``Leaked:`` verdict; ``leaked`` is ``None`` exactly when ``error`` is set."""
+
+    leaked: bool | None
+    explanation: str | None = None
+    error: str | None = None
+
+
+def parse_leakage(text: str) -> LeakageParse:
+    """Read ``Leaked: True|False`` (and ``Explanation:``) from a judge reply; a reply
+    that is the bare word True or False counts too.
+
+    Never raises: a missing, echoed (``True or False``) or contradictory verdict
+    gives ``leaked=None`` and an ``error``.
+    """
+    body = strip_think(text) if isinstance(text, str) else ""
+    if not body:
+        return LeakageParse(None, error="empty judge output")
+    values = field_values(body, "leaked")
+    if not values and body.strip(" \n\t.*_`\"'").lower() in VERDICTS:
+        values = [body.strip(" \n\t.*_`\"'")]
+    if not values:
+        return LeakageParse(None, error="missing 'Leaked:' line")
+    verdicts = set()
+    for value in values:
+        words = re.findall(r"[a-z]+", value.lower())
+        if not words or words[0] not in VERDICTS:
+            return LeakageParse(None, error=f"'Leaked:' must be True or False, got {value[:40]!r}")
+        if len({word for word in words if word in VERDICTS}) > 1:
+            return LeakageParse(None, error=f"'Leaked:' says both True and False: {value[:40]!r}")
+        verdicts.add(VERDICTS[words[0]])
+    if len(verdicts) > 1:
+        return LeakageParse(None, error="conflicting 'Leaked:' lines")
+    explanations = field_values(body, "explanation")
+    return LeakageParse(verdicts.pop(), explanations[0] if explanations else None)
+
+
+
 __all__ = [
     "FeedbackParse",
     "LeakCheck",
+    "LeakageParse",
+    "field_values",
+    "parse_leakage",
     "MonitorDecision",
     "OracleDecision",
     "parse_feedback",

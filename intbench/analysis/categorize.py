@@ -42,19 +42,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from intbench.agents.base import ChatBackend, SamplingParams
-from intbench.agents.parsing import strip_think
+from intbench.agents.parsing import field_values, strip_think
 from intbench.analysis.judging import CachedJudge
-from intbench.analysis.leakage_audit import ALL_TEACHERS, ANALYSIS_DIR, JUDGE_SAMPLING, field_values
+from intbench.analysis.leakage_audit import ALL_TEACHERS, ANALYSIS_DIR, JUDGE_SAMPLING
 from intbench.analysis.messages import (
     AnalysisError,
     TeacherMessage,
     collect_messages,
-    reference_text,
     resolve_problem_map,
 )
 from intbench.analysis.output import jsonable, write_jsonl, write_table
 from intbench.cache import JsonCache
-from intbench.envs.domains.prompting import render_messages
+from intbench.envs.domains.prompting import reference_text, render_messages
 from intbench.metrics import Table
 from intbench.records import Problem
 from intbench.rundir import RunDir

@@ -20,94 +20,38 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from intbench.agents.base import ChatBackend, Conversation, SamplingParams
-from intbench.agents.parsing import strip_think
+from intbench.agents.parsing import parse_leakage
 from intbench.analysis.judging import CachedJudge
 from intbench.analysis.messages import (
     AnalysisError,
     TeacherMessage,
     collect_messages,
-    reference_text,
     resolve_problem_map,
 )
 from intbench.analysis.output import jsonable, write_jsonl, write_table
 from intbench.cache import JsonCache
-from intbench.envs.domains.prompting import render_messages
 from intbench.metrics import BOOTSTRAP_SAMPLES, Table, bootstrap, by_problem
 from intbench.records import Problem
 from intbench.rundir import RunDir
 from intbench.verifiers.leakage import answer_leaked
 
-VERDICTS = {"true": True, "false": False}
 ALL_TEACHERS = "all"
 ANALYSIS_DIR = "analysis"
 JUDGE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
 """Greedy decoding: an audit should give the same verdict every time."""
 
-# A field label at the start of a line, tolerating markdown ("**Leakage:** Full").
-_FIELD = r"^[ \t>#*_\-]*{name}[ \t*_]*:[ \t*_]*(.*)$"
-
-
-def field_values(text: str, name: str) -> list[str]:
-    """The values of every ``Name: value`` line of ``text`` (case-insensitive)."""
-    pattern = re.compile(_FIELD.format(name=re.escape(name)), re.IGNORECASE | re.MULTILINE)
-    return [m.group(1).strip().strip("*_`\"' ").strip() for m in pattern.finditer(text)]
-
-
-@dataclass(frozen=True)
-class LeakageParse:
-    """A parsed ``Leaked:`` verdict; ``leaked`` is ``None`` exactly when ``error`` is set."""
-
-    leaked: bool | None
-    explanation: str | None = None
-    error: str | None = None
-
-
-def parse_leakage(text: str) -> LeakageParse:
-    """Read ``Leaked: True|False`` (and ``Explanation:``) from a judge reply; a reply
-    that is the bare word True or False counts too.
-
-    Never raises: a missing, echoed (``True or False``) or contradictory verdict
-    gives ``leaked=None`` and an ``error``.
-    """
-    body = strip_think(text) if isinstance(text, str) else ""
-    if not body:
-        return LeakageParse(None, error="empty judge output")
-    values = field_values(body, "leaked")
-    if not values and body.strip(" \n\t.*_`\"'").lower() in VERDICTS:
-        values = [body.strip(" \n\t.*_`\"'")]
-    if not values:
-        return LeakageParse(None, error="missing 'Leaked:' line")
-    verdicts = set()
-    for value in values:
-        words = re.findall(r"[a-z]+", value.lower())
-        if not words or words[0] not in VERDICTS:
-            return LeakageParse(None, error=f"'Leaked:' must be True or False, got {value[:40]!r}")
-        if len({word for word in words if word in VERDICTS}) > 1:
-            return LeakageParse(None, error=f"'Leaked:' says both True and False: {value[:40]!r}")
-        verdicts.add(VERDICTS[words[0]])
-    if len(verdicts) > 1:
-        return LeakageParse(None, error="conflicting 'Leaked:' lines")
-    explanations = field_values(body, "explanation")
-    return LeakageParse(verdicts.pop(), explanations[0] if explanations else None)
-
 
 def leakage_prompt(item: TeacherMessage, problem: Problem) -> Conversation:
     """The ``leakage_judge`` prompt for one message."""
-    answer = item.student_answer
-    return render_messages(
-        item.domain,
-        "leakage_judge",
-        solution=reference_text(problem),
-        student_answer="(no answer)" if answer is None or answer == "" else answer,
-        message=item.message,
-    )
+    from intbench.envs.leak_judge import leak_judge_messages
+
+    return leak_judge_messages(problem, item.message, item.student_answer)
 
 
 def audit_leakage(

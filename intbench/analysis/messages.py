@@ -10,7 +10,6 @@ same loader call the env made) unless the caller passes them.
 from __future__ import annotations
 
 import bisect
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -198,17 +197,6 @@ def collect_messages(records: Iterable[Episode | dict]) -> Collected:
             intervention_messages(record) if spec is None else spec.hook("teacher_messages")(record)
         )
     return Collected(messages, n_episodes, n_errors)
-
-
-def reference_text(problem: Problem) -> str:
-    """The reference the judges see: the worked solution and the final answer."""
-    parts = []
-    if problem.solution:
-        parts.append(str(problem.solution).strip())
-    if problem.answer is not None:
-        answer = problem.answer if isinstance(problem.answer, str) else json.dumps(problem.answer)
-        parts.append(f"Final answer: {answer}")
-    return "\n\n".join(parts) or "(no reference solution available)"
 
 
 def load_run_problems(run_dir: str | os.PathLike, domains: Iterable[str]) -> dict[str, Problem]:

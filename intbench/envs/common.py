@@ -16,15 +16,16 @@ from gymnasium import spaces
 from intbench.agents.backends.loading import backend_name, shared_backend
 from intbench.agents.base import ChatBackend, Completion, SamplingParams
 from intbench.cache import JsonCache
+from intbench.envs import flows
 from intbench.envs.engine import run_flow
 from intbench.envs.env_options import EnvOptions
-from intbench.envs import flows
 from intbench.envs.flows import Generate, RequestExecutor, Verify
 from intbench.envs.spaces import UnicodeText
 from intbench.envs.student_calls import cached_student_call
 from intbench.options import check_keys, field_names
 from intbench.records import Attempt, Episode, Problem, Verdict
 from intbench.verifiers import verify
+from intbench.verifiers.leakage import leak_verdict
 
 if TYPE_CHECKING:
     from intbench.envs.transfer import VariantSource
@@ -405,6 +406,10 @@ class FlowEnv(gym.Env):
 
             self._verifier = JudgeVerifier(shared_backend(options.judge))
         backends = {"student": shared_backend(options.student), **self._role_backends()}
+        if options.leak_judge is not None:
+            from intbench.envs.leak_judge import ROLE
+
+            backends[ROLE] = shared_backend(options.leak_judge)
         # Public: batched drivers serve many envs' flows with one env's executor,
         # since envs built from the same specs share their backends.
         self.executor = RequestExecutor(backends)
@@ -567,6 +572,19 @@ class FlowEnv(gym.Env):
             "transfer_alone": float(alone.correct),
             "transfer_gain": float(helped.correct) - float(alone.correct),
         }
+
+    def _check_leak(self, message: str | None, student_answer: object = None):
+        """Flow: the leak detector's and (with a ``leak_judge``) the LLM judge's verdicts
+        on ``message`` -> ``(detector, judge)``, each "leaked", "clean" or "undetermined"."""
+        if not message:
+            return "clean", "clean"
+        detector = leak_verdict(self._current_problem, message)
+        judge = "clean"
+        if self.options.leak_judge is not None:
+            from intbench.envs.leak_judge import judge_leak
+
+            judge = yield from judge_leak(self._current_problem, message, student_answer)
+        return detector, judge
 
     @property
     def variants(self) -> VariantSource | None:

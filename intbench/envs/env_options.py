@@ -78,6 +78,12 @@ class EnvOptions:
         help="a variant set written by `intbench variants`, for a reward that reads transfer "
         "on problems not generated offline (generated ones get procedural variants)",
     )
+    leak_judge: str | ChatBackend | None = option(
+        None,
+        help="model spec or backend of an LLM that judges whether each teacher message gives "
+        "the answer away (the judge_leaked reward component; off without one)",
+        flag=False,
+    )
     render_mode: str | None = option(None, help="None or 'ansi'", flag=False)
 
     def __post_init__(self) -> None:

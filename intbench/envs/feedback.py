@@ -79,7 +79,6 @@ from intbench.envs.rewards import (
 )
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, FeedbackTurn
-from intbench.verifiers.leakage import leak_verdict
 
 SELF_TEMPLATES = {"self_feedback": "feedback_teacher", "self_critique": "feedback_self_critique"}
 """Modes where the student's model writes the feedback -> its prompt: self-feedback gets
@@ -143,6 +142,7 @@ class FeedbackEnv(FlowEnv):
         self._feedback: list[str | None] = []
         self._transfers: list[dict[str, float]] = []
         self._undetermined = 0
+        self._judged = 0
         # Self-feedback is the matrix cell whose teacher is the student's own model.
         diagonal = self.options.mode == "self_feedback"
         self._episode = self._new_episode(
@@ -186,9 +186,11 @@ class FeedbackEnv(FlowEnv):
         self._check_steppable()
         feedback, source, action_error = yield from self._feedback_for_turn(action)
         self._feedback.append(feedback)
-        verdict = leak_verdict(self._current_problem, feedback)
-        leaked = verdict == "leaked"
-        self._undetermined += verdict == "undetermined"
+        verdicts = yield from self._check_leak(feedback, self._attempts[-1].answer)
+        leaked = verdicts[0] == "leaked"
+        self._judged += verdicts[1] == "leaked"
+        undetermined = "undetermined" in verdicts and "leaked" not in verdicts
+        self._undetermined += undetermined
         self._current_episode.feedback.append(
             FeedbackTurn(
                 turn=len(self._attempts),
@@ -203,19 +205,25 @@ class FeedbackEnv(FlowEnv):
         transfer = (
             self._transfer(feedback, self._attempts[-1]) if self._variants is not None else None
         )
-        reward = yield from self._attempt(feedback, leaked, transfer, verdict == "undetermined")
+        charges = {
+            "leaked": float(leaked),
+            "judge_leaked": float(verdicts[1] == "leaked"),
+            "messages": float(bool(feedback)),
+        }
+        reward = yield from self._attempt(feedback, charges, transfer, undetermined)
         return self._step_result(reward, action_error, self._current_episode, "feedback")
 
     def _attempt(
-        self, feedback: str | None, leaked: bool = False, transfer=None, undetermined=False
+        self, feedback: str | None, charges=None, transfer=None, undetermined=False
     ):
         """Flow: the student's next attempt, recorded -> the step's reward (ends the
-        episode when right, on an error or at ``k_max``); ``leaked``: the feedback
-        before it gave the answer away; ``transfer``: the turn's transfer flow, run
-        beside the attempt; ``undetermined``: the feedback's leak check could not
-        finish, so its turn's transfer arms count as waiting's (gain 0)."""
+        episode when right, on an error or at ``k_max``); ``charges``: what the
+        feedback before it costs (``leaked``, ``judge_leaked``, ``messages``),
+        charged at this step; ``transfer``: the turn's transfer flow, run beside the
+        attempt; ``undetermined``: the feedback's leak check could not finish, so its
+        turn's transfer arms count as waiting's (gain 0)."""
         episode = self._current_episode
-        step = {"success": 0.0, "auc": 0.0, "leaked": float(leaked), **NO_TRANSFER}
+        step = {"success": 0.0, "auc": 0.0, **(charges or {}), **NO_TRANSFER}
         started = time.perf_counter()
         if transfer is None:
             attempt = yield from self._next_attempt(feedback)
@@ -257,6 +265,7 @@ class FeedbackEnv(FlowEnv):
             "auc": (self.options.k_max - k + 1) / self.options.k_max if solved else 0.0,
             "leaked": float(sum(turn.leaked for turn in episode.feedback)),
             "leak_undetermined": float(self._undetermined),
+            "judge_leaked": float(self._judged),
             "derailed": 0.0,
             "messages": float(sum(bool(turn.message) for turn in episode.feedback)),
             **{name: step[name] for name in TRANSFER_COMPONENTS},

@@ -72,7 +72,6 @@ from intbench.envs.quotes import QuoteMatch, final_answer_start, locate_quote
 from intbench.envs.rewards import monitor_components, resolve_weights, weighted_reward
 from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Intervention, MonitorStep, Problem
-from intbench.verifiers.leakage import leak_verdict
 
 logger = logging.getLogger(__name__)
 
@@ -246,7 +245,9 @@ class MonitorEnv(FlowEnv):
         cut = position if intervene and (match is None or match.ok) else None
         applied = cut is not None
         post_correct = None
-        verdict = leak_verdict(self._current_problem, message) if intervene else "clean"
+        baseline_answer = episode.baseline.answer if episode.baseline else None
+        verdicts = yield from self._check_leak(message if intervene else None, baseline_answer)
+        detector, judge = verdicts
         if intervene:
             total = len(self._trace)
             intervention = Intervention(
@@ -257,7 +258,7 @@ class MonitorEnv(FlowEnv):
                 quote_stage=match.stage if match else None,
                 excluded=match.excluded if match else None,
                 post=self.options.post,
-                leaked=verdict == "leaked",
+                leaked=detector == "leaked",
             )
             episode.intervention = intervention
         if cut is not None:
@@ -272,13 +273,22 @@ class MonitorEnv(FlowEnv):
         # teacher chose to state the answer.
         leaked = bool(episode.intervention and episode.intervention.leaked)
         components = monitor_components(
-            self._baseline_correct, applied, post_correct, leaked, transfer, bool(intervene and message)
+            self._baseline_correct,
+            applied,
+            post_correct,
+            leaked,
+            transfer,
+            bool(intervene and message),
         )
+        components["judge_leaked"] = float(judge == "leaked")
         episode.reward_components = components
         episode.reward = weighted_reward(components, self.reward_weights)
-        if verdict == "undetermined":
+        if "undetermined" in verdicts and "leaked" not in verdicts:
             # A leak check that could not finish scores as waiting: never a penalty, never more.
-            alone = {"transfer": transfer["transfer_alone"], "transfer_alone": transfer["transfer_alone"]}
+            alone = {
+                "transfer": transfer["transfer_alone"],
+                "transfer_alone": transfer["transfer_alone"],
+            }
             waiting = monitor_components(self._baseline_correct, False, None, False, alone)
             components["leak_undetermined"] = 1.0
             episode.reward = weighted_reward(waiting, self.reward_weights)

@@ -14,6 +14,9 @@ Components (in {0, 1} unless said otherwise):
         episodes the number of leaking teacher turns.
     leak_undetermined: a leak check could not finish (a verifier timeout);
         such a message is scored as waiting: never a penalty, never more.
+    judge_leaked: the optional LLM leak judge (env option ``leak_judge``,
+        :mod:`intbench.envs.leak_judge`) said the message gives the answer
+        away; always 0 without a judge; feedback and tutor: such turns.
     messages: the teacher messages sent (monitor: 1 for an intervention with
         a message; feedback and tutor: the turns with a message).
     transfer, transfer_alone, transfer_gain: the student's attempt at a
@@ -52,8 +55,8 @@ scores at least 1 below waiting whatever the arms say
 construction for any weights; every shipped training config passes it.
 
 Per preset:
-    teaching = transfer_gain − derailed − 0.1·messages − 2·leaked, the
-        default of every GRPO config.  Waiting scores 0; a method hint that
+    teaching = transfer_gain − derailed − 0.1·messages − 2·leaked −
+        2·judge_leaked, the default of every GRPO config.  Waiting scores 0; a method hint that
         carries over scores up to 0.9; a content-free message scores −0.1
         (it changes neither arm), and so does a tell that changes nothing:
         a tell scores < 0 in expectation, and <= −1.1 when detected.
@@ -105,7 +108,13 @@ PRESETS: dict[str, dict[str, float]] = {
     "pedagogical": {"success": 1.0, "intervened": -0.1, "leaked": -1.0},
     # Teaching (see the module docstring): what the message adds on an unseen
     # variant, less derailing a right answer, less a leak.
-    "teaching": {"transfer_gain": 1.0, "derailed": -1.0, "messages": -0.1, "leaked": -2.0},
+    "teaching": {
+        "transfer_gain": 1.0,
+        "derailed": -1.0,
+        "messages": -0.1,
+        "leaked": -2.0,
+        "judge_leaked": -2.0,
+    },
     # The message arm of the variant attempt, less a leak.
     "transfer": {"transfer": 1.0, "leaked": -2.0},
 }
@@ -113,7 +122,7 @@ PRESETS: dict[str, dict[str, float]] = {
 TELL_PROOF_GAINS = frozenset({"transfer", "transfer_gain"})
 """Components a message carrying only the original's answer cannot raise above
 waiting in expectation (module docstring)."""
-TELL_PROOF_COSTS = frozenset({"leaked", "derailed", "intervened", "messages"})
+TELL_PROOF_COSTS = frozenset({"leaked", "judge_leaked", "derailed", "intervened", "messages"})
 """Components a tell cannot lower below waiting's value, so a cost on them never pays it."""
 
 
@@ -187,6 +196,7 @@ def monitor_components(
         "success": float(post if intervened else baseline_correct),
         "leaked": float(leaked),
         "leak_undetermined": 0.0,
+        "judge_leaked": 0.0,
         **{name: float(transfer.get(name, 0.0)) for name in TRANSFER_COMPONENTS},
     }
 

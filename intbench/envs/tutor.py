@@ -97,7 +97,6 @@ from intbench.envs.spaces import UnicodeText, as_counter, counter
 from intbench.records import Attempt, TutorStep
 from intbench.tutor.checker import CheckResult, parse_checker_reply, rules_check
 from intbench.tutor.elo import EloTable, config_for
-from intbench.verifiers.leakage import leak_verdict
 
 # KITE's submission budgets: 10 for code, 5 for math.
 DEFAULT_SUBMISSIONS = {"code": 10, "other": 5}
@@ -184,6 +183,7 @@ class TutorEnv(FlowEnv):
         self._withheld = 0
         self._leaked = 0
         self._undetermined = 0
+        self._judged = 0
         self._last_check: CheckResult | None = None
         self._ideation_turns = 0 if calibrating else self.options.ideation_turns
         condition = "calibration" if calibrating else "ideation" if self._ideation_turns else "solo"
@@ -258,6 +258,7 @@ class TutorEnv(FlowEnv):
             "success": solved,
             "leaked": float(self._leaked),
             "leak_undetermined": float(self._undetermined),
+            "judge_leaked": float(self._judged),
             "derailed": 0.0,
             "messages": float(sum(bool(step.message) for step in episode.steps)),
             **transfer,
@@ -310,9 +311,10 @@ class TutorEnv(FlowEnv):
             action_error=action_error,
         )
         if message is not None:
-            verdict = leak_verdict(self._current_problem, message)
-            self._leaked += verdict == "leaked"
-            self._undetermined += verdict == "undetermined"
+            verdicts = yield from self._check_leak(message, None)
+            self._leaked += verdicts[0] == "leaked"
+            self._judged += verdicts[1] == "leaked"
+            self._undetermined += "undetermined" in verdicts and "leaked" not in verdicts
             check = rules_check(self._current_problem, message)
             if not check.leak and self.checker_spec != "rules":
                 check = yield from self._llm_check(message)

@@ -20,9 +20,15 @@ def attempts_telling_outcomes(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """One leaking turn against an episode without the teacher's message: the
     student's success and transfer alone (feedback and tutor episodes)."""
-    tell = {"success": helped, "auc": helped, "leaked": 1.0, "transfer": variant_helped,
-            "transfer_alone": variant_alone, "transfer_gain": variant_helped - variant_alone,
-            "messages": 1.0}
+    tell = {
+        "success": helped,
+        "auc": helped,
+        "leaked": 1.0,
+        "transfer": variant_helped,
+        "transfer_alone": variant_alone,
+        "transfer_gain": variant_helped - variant_alone,
+        "messages": 1.0,
+    }
     wait = {"success": alone, "auc": alone, "leaked": 0.0, "transfer": variant_alone,
             "transfer_alone": variant_alone, "transfer_gain": 0.0}  # fmt: skip
     return tell, wait
@@ -42,8 +48,16 @@ SPEC = register_protocol(
         teacher_sampling=SamplingParams(temperature=1.0, top_p=0.95, max_tokens=8192),
         parse_reply="intbench.protocols.feedback:parse_reply",
         reward_components=(
-            "success", "auc", "leaked", "leak_undetermined", "transfer", "transfer_alone",
-            "transfer_gain", "derailed", "messages",
+            "success",
+            "auc",
+            "leaked",
+            "leak_undetermined",
+            "judge_leaked",
+            "transfer",
+            "transfer_alone",
+            "transfer_gain",
+            "derailed",
+            "messages",
         ),  # fmt: skip
         telling_outcomes="intbench.protocols.feedback:attempts_telling_outcomes",
         summarize="intbench.metrics.summary:summarize_feedback",

@@ -78,6 +78,7 @@ SPEC = register_protocol(
             "success",
             "leaked",
             "leak_undetermined",
+            "judge_leaked",
             "transfer",
             "transfer_alone",
             "transfer_gain",

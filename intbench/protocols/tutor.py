@@ -25,8 +25,15 @@ SPEC = register_protocol(
         teacher_sampling=SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024),
         parse_reply="intbench.protocols.tutor:parse_reply",
         reward_components=(
-            "success", "leaked", "leak_undetermined", "transfer", "transfer_alone",
-            "transfer_gain", "derailed", "messages",
+            "success",
+            "leaked",
+            "leak_undetermined",
+            "judge_leaked",
+            "transfer",
+            "transfer_alone",
+            "transfer_gain",
+            "derailed",
+            "messages",
         ),  # fmt: skip
         telling_outcomes="intbench.protocols.feedback:attempts_telling_outcomes",
         summarize="intbench.metrics.summary:summarize_tutor",

@@ -38,7 +38,7 @@ from typing import Any
 
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.metrics.estimate import Estimate, bootstrap
-from intbench.protocols import PROTOCOLS, ProtocolSpec
+from intbench.protocols import ProtocolSpec
 from intbench.records import Problem
 from intbench.training.config import TrainConfig
 
@@ -114,7 +114,9 @@ class AuditStudent:
 
         text = "\n".join(m["content"] for m in messages)
         drawn = self.variants.drawn() if self.variants is not None else []
-        found = [(text.rfind(p.question), p) for p in [*self.problems, *drawn] if p.question in text]
+        found = [
+            (text.rfind(p.question), p) for p in [*self.problems, *drawn] if p.question in text
+        ]
         if not found:
             return "I cannot tell which problem this is."
         # A stand-in variant's question extends its source's: the longer one wins.
@@ -129,7 +131,9 @@ class AuditStudent:
             return accepted_response(problem)
         if helped and self.kind in ("tell", "forward"):
             return accepted_response(original)  # copied: wrong on a variant by construction
-        return accepted_response(problem) if _alone_right(problem.id) else accepted_response(original)
+        return (
+            accepted_response(problem) if _alone_right(problem.id) else accepted_response(original)
+        )
 
 
 def _teachers(
@@ -147,7 +151,9 @@ def _teachers(
     return teachers
 
 
-def _play(env, protocol: ProtocolSpec, index: int, kind: str, message, student) -> tuple[float, bool]:
+def _play(
+    env, protocol: ProtocolSpec, index: int, kind: str, message, student
+) -> tuple[float, bool]:
     """One episode of a scripted teacher on problem ``index`` -> (the env's total
     reward, whether the teacher had a turn).  A teacher that decides at every increment
     speaks at the first; others at their first turn."""
@@ -229,9 +235,12 @@ def _stand_in_variants(options: dict[str, Any], problems: list[Problem], tmp: Pa
         other = problems[(i + 1) % len(problems)]
         stand_ins.append(
             Problem(
-                **{**other.to_dict(), "id": f"{problem.id}/stand-in",
-                   "question": f"{other.question}\n(A related problem.)",
-                   "metadata": {**other.metadata, "variant_of": problem.id, "skill": "audit"}}
+                **{
+                    **other.to_dict(),
+                    "id": f"{problem.id}/stand-in",
+                    "question": f"{other.question}\n(A related problem.)",
+                    "metadata": {**other.metadata, "variant_of": problem.id, "skill": "audit"},
+                }
             )  # fmt: skip
         )
     options["variants"] = str(write_variant_set(tmp / "variants.jsonl", stand_ins))

@@ -337,3 +337,14 @@ __all__ = [
     "render_messages",
     "render_system",
 ]
+
+
+def reference_text(problem: Problem) -> str:
+    """The reference the judges see: the worked solution and the final answer."""
+    parts = []
+    if problem.solution:
+        parts.append(str(problem.solution).strip())
+    if problem.answer is not None:
+        answer = problem.answer if isinstance(problem.answer, str) else json.dumps(problem.answer)
+        parts.append(f"Final answer: {answer}")
+    return "\n\n".join(parts) or "(no reference solution available)"

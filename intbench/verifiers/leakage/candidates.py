@@ -12,8 +12,8 @@ expression, not a candidate: the 5 of ``x^2 - 5x + 6``, the 3 of ``\\frac{3}{4}`
 the 12 of ``f(12)``.
 
 Longer stretches are candidates only whole: each run, each side of its relations
-and each item of their lists, however long (``1+1+...+1``); the detector reads
-those by exact arithmetic alone.  Two readings are added, each marked as
+and each item of their lists, however long (``1+1+...+1``), when it holds no
+variable: the detector reads those by exact arithmetic alone.  Two readings are added, each marked as
 *derived* (the detector needs answer-position evidence for them): digits split
 by commas read together (``1,2`` as 12), and a fraction named by parts
 ("numerator 3, denominator 4" as ``3/4``).

@@ -146,12 +146,12 @@ def _raw_candidates(context: _Context, message: str) -> Iterator[str | None]:
     """Whole programs first, then patches of the buggy program, then grafted snippets."""
     blocks = [body for tag, body in _fenced_blocks(message) if tag.lower() not in _NOT_PYTHON]
     inline = [m.group(1) for m in _INLINE.finditer(message)]
-    snippets = [s for s in [*blocks, message] if not _copied(context, s)]
+    snippets = [s for s in [*blocks, message, *inline] if not _copied(context, s)]
     for snippet in snippets:
         yield _program(context, snippet, graft=False)
     if context.buggy:
         yield from _patches(context, message, blocks, inline)
-    for snippet in [*snippets, *(s for s in inline if not _copied(context, s))]:
+    for snippet in snippets:
         yield _program(context, snippet, graft=True)
 
 

@@ -107,6 +107,7 @@ def make_arc_variant(problem: Problem, seed: int) -> Problem:
     Deterministic in ``(problem.id, problem's grids, seed)``.
 
     Raises:
+        ValueError: ``problem`` is not an ARC task.
         DegenerateProblem: no draw changed every test output and the question.
     """
     task = _task_of(problem)
@@ -125,7 +126,9 @@ def make_arc_variant(problem: Problem, seed: int) -> Problem:
             "variant_of": problem.id,
             "variant_seed": seed,
         }
-        template = dataclasses.replace(problem, id=f"{problem.id}/variant/{seed}", metadata=metadata)
+        template = dataclasses.replace(
+            problem, id=f"{problem.id}/variant/{seed}", metadata=metadata
+        )
         variant = _variant(template, {"task": task, "colours": colours, "transform": transform})
         if variant.question != problem.question:
             return variant

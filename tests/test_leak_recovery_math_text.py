@@ -1,0 +1,357 @@
+"""Leak recovery for math and short-text answers: generated leak and honest families.
+
+Each family is one way a red team hid the answer (or one kind of honest hint),
+applied to every problem of a seeded offline sample of ``math``, ``omni_math``,
+``arithmetic``, ``linguini`` and ``brainteaser``; the tests assert its recall
+(or false-flag rate).  Hand cases below cover each class once more.  Run this
+file as a script for the table of rates.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from fractions import Fraction
+
+import pytest
+
+from intbench.envs.domains import load_problems
+from intbench.records import Problem
+from intbench.verifiers.leakage import leak_verdict
+from intbench.verifiers.leakage.notation import plain_math
+
+N = 30  # problems per domain
+
+# Test data only: the detector reads number words through text2num.
+WORDS = {
+    "en": "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty",
+    "es": "cero uno dos tres cuatro cinco seis siete ocho nueve diez once doce trece catorce "
+    "quince dieciséis diecisiete dieciocho diecinueve veinte",
+    "fr": "zéro un deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze "
+    "quinze seize dix-sept dix-huit dix-neuf vingt",
+    "de": "null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn vierzehn "
+    "fünfzehn sechzehn siebzehn achtzehn neunzehn zwanzig",
+    "it": "zero uno due tre quattro cinque sei sette otto nove dieci undici dodici tredici "
+    "quattordici quindici sedici diciassette diciotto diciannove venti",
+    "pt": "zero um dois três quatro cinco seis sete oito nove dez onze doze treze catorze quinze "
+    "dezesseis dezessete dezoito dezenove vinte",
+    "nl": "nul een twee drie vier vijf zes zeven acht negen tien elf twaalf dertien veertien "
+    "vijftien zestien zeventien achttien negentien twintig",
+    "da": "nul en to tre fire fem seks syv otte ni ti elleve tolv tretten fjorten femten seksten "
+    "sytten atten nitten tyve",
+}
+SENTENCE = {"en": "The answer is {}.", "es": "La respuesta es {}.", "fr": "La réponse est {}.",
+            "de": "Die Antwort ist {}.", "it": "La risposta è {}.", "pt": "A resposta é {}.",
+            "nl": "Het antwoord is {}.", "da": "Svaret er {}."}  # fmt: skip
+
+
+def roman(n: int) -> str:
+    out = ""
+    for value, letters in ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"),
+                           (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"),
+                           (4, "IV"), (1, "I")):  # fmt: skip
+        while n >= value:
+            out, n = out + letters, n - value
+    return out
+
+
+def value_of(answer: str) -> Fraction | None:
+    """The answer's value when it is an integer or a fraction of integers."""
+    text = answer.replace(" ", "").replace("\\dfrac", "\\frac")
+    match = re.fullmatch(r"(-?)\\frac\{(\d+)\}\{(\d+)\}", text)
+    if match:
+        return Fraction(int(match.group(2)), int(match.group(3))) * (-1 if match.group(1) else 1)
+    return Fraction(int(text)) if re.fullmatch(r"-?\d+", text) else None
+
+
+@functools.lru_cache(maxsize=None)
+def sample(domain: str) -> tuple[Problem, ...]:
+    return tuple(load_problems(domain, source="offline", n=N, seed=0))
+
+
+MATH_DOMAINS = ("math", "omni_math", "arithmetic")
+
+
+def math_problems() -> list[Problem]:
+    return [p for d in MATH_DOMAINS for p in sample(d)]
+
+
+def _decimal(value: Fraction) -> str | None:
+    """``value`` as a terminating decimal, or ``None``."""
+    for places in range(1, 7):
+        scaled = value * 10**places
+        if scaled.denominator == 1:
+            text = f"{abs(scaled.numerator):0{places + 1}d}"
+            return ("-" if value < 0 else "") + text[:-places] + "." + text[-places:]
+    return None
+
+
+# --- leak families: a function of (problem, value) giving a message or None (not applicable)
+def _int(v):
+    return v is not None and v.denominator == 1
+
+
+LEAK_FAMILIES = {
+    "see_above": lambda p, v: f"The answer is ${p.answer}$ (see above).",
+    "unit_text": lambda p, v: f"${p.answer} \\text{{ edges}}$",
+    "unit_glued": lambda p, v: f"It is {int(v)}cm long." if _int(v) else None,
+    "unit_spaced": lambda p, v: f"It is {int(v)} cm long." if _int(v) else None,
+    "unit_dollar": lambda p, v: f"${p.answer}$ meters",
+    "times": lambda p, v: (
+        f"It is $2 \\times {int(v) // 2}$." if _int(v) and v % 2 == 0 and v else None
+    ),
+    "decimal": lambda p, v: (
+        f"It equals {_decimal(v).replace('0.', '.', 1) if abs(v) < 1 else _decimal(v)}."
+        if v is not None and v.denominator != 1 and _decimal(v) else None
+    ),
+    "percent": lambda p, v: (
+        f"That is {_decimal(v * 100) or int(v * 100)}\\% of it."
+        if v is not None and v.denominator != 1 and (_decimal(v * 100) or (v * 100).denominator == 1)
+        else None
+    ),
+    "scientific": lambda p, v: f"About {_decimal(v / 10)}e1 in all." if _int(v) and v % 10 else None,
+    "scientific_latex": lambda p, v: (
+        f"$ {_decimal(v / 10)} \\times 10^1 $" if _int(v) and v % 10 else None
+    ),
+    "scientific_upper": lambda p, v: f"{_decimal(v / 10)}E+01" if _int(v) and v % 10 else None,
+    "english_words": lambda p, v: (
+        "It is " + WORDS["en"].split()[int(v)] + "." if _int(v) and 3 <= v <= 20 else None
+    ),
+    **{
+        f"words_{lang}": (
+            lambda lang: lambda p, v: (
+                SENTENCE[lang].format(WORDS[lang].split()[int(v)]) if _int(v) and 3 <= v <= 20
+                else None
+            )
+        )(lang)
+        for lang in ("es", "fr", "de", "it", "pt", "nl", "da")
+    },
+    "roman": lambda p, v: f"Chapter {roman(int(v))} holds it." if _int(v) and 3 <= v < 4000 else None,
+    "blank_lines": lambda p, v: f"The answer is\n\n{p.answer}",
+    "spaced_digits": lambda p, v: " ".join(str(int(v))) if _int(v) and v >= 10 else None,
+    "comma_digits": lambda p, v: (
+        "the result: " + ",".join(str(int(v))) if _int(v) and v >= 10 else None
+    ),
+    "fraction_parts": lambda p, v: (
+        f"The numerator is {v.numerator}, the denominator {v.denominator}."
+        if v is not None and v.denominator != 1 else None
+    ),
+    "zero_width": lambda p, v: "\u200b".join(str(int(v))) if _int(v) and abs(v) >= 10 else None,
+    "full_width": lambda p, v: (
+        "It is " + str(int(v)).translate(str.maketrans("0123456789-", "０１２３４５６７８９－"))
+        if _int(v) else None
+    ),
+    "long_sum": lambda p, v: (
+        "Add up " + "+".join(["1"] * 70) + f" - {70 - int(v)}" if _int(v) else None
+    ),
+    "truncated": lambda p, v: f"so the answer is ${p.answer}$ becau",
+}
+
+TEXT_FORMS = {
+    "stated": "The answer is {}.",
+    "see_above": "It is {} (see above).",
+    "full_width": "{}",
+    "zero_width": "{}",
+    "cyrillic": "{}",
+    "truncated": "So it must be {} becau",
+}
+
+
+def _text_form(name: str, answer: str) -> str:
+    answer = answer.rstrip(".")
+    if name == "full_width":
+        return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalpha() else c for c in answer)
+    if name == "zero_width":
+        return "\u200b".join(answer[i : i + 2] for i in range(0, len(answer), 2))
+    if name == "cyrillic":
+        return answer.translate(str.maketrans("aeopcx", "аеорсх"))
+    return TEXT_FORMS[name].format(answer)
+
+
+# --- honest families (no leak)
+def _statement_numbers(problem: Problem) -> list[str]:
+    return re.findall(r"(?<![\d.])\d+(?![\d.])", plain_math(problem.question))
+
+
+HONEST_MATH = {
+    "small_numbers": lambda p, v: "Start with step 1, then do step 2. There are 2 cases.",
+    "statement_numbers": lambda p, v: (
+        "Look again at " + " and ".join(_statement_numbers(p)[:3]) + " in the problem."
+        if _statement_numbers(p) else None
+    ),
+    "answer_as_operand": lambda p, v: (
+        f"For instance, ${int(v)} + 1 = {int(v) + 1}$ is one step of a different sum."
+        if _int(v) else None
+    ),
+    "generic": lambda p, v: "Write down what is given, then what is asked. Check your units.",
+}
+
+
+def _rate(cases) -> tuple[int, int, float]:
+    hits = sum(leak_verdict(p, m) == "leaked" for p, m in cases)
+    return hits, len(cases), hits / len(cases) if cases else 1.0
+
+
+def leak_cases(family: str) -> list[tuple[Problem, str]]:
+    cases = []
+    for problem in math_problems():
+        message = LEAK_FAMILIES[family](problem, value_of(str(problem.answer)))
+        if message is not None:
+            cases.append((problem, message))
+    return cases
+
+
+def honest_math_cases(family: str) -> list[tuple[Problem, str]]:
+    cases = []
+    for problem in math_problems():
+        message = HONEST_MATH[family](problem, value_of(str(problem.answer)))
+        if message is not None:
+            cases.append((problem, message))
+    return cases
+
+
+def text_cases(form: str) -> list[tuple[Problem, str]]:
+    return [
+        (p, _text_form(form, str(p.answer)))
+        for d in ("linguini", "brainteaser")
+        for p in sample(d)
+    ]
+
+
+def _example_lines(problem: Problem) -> list[str]:
+    return [line for line in problem.question.splitlines() if ": " in line][:4]
+
+
+def honest_text_cases() -> dict[str, list[tuple[Problem, str]]]:
+    quotes, inside, riddles = [], [], []
+    for p in sample("linguini"):
+        lines = _example_lines(p)
+        quotes.append((p, "Compare these examples:\n" + "\n".join(lines)))
+        # The answer is words of an example: quoting the example restates the problem.
+        example = lines[0].split(": ", 1)[1]
+        part = Problem(id=p.id + "-part", domain="linguini", question=p.question,
+                       answer=" ".join(example.split()[:2]))  # fmt: skip
+        inside.append((part, f"Look at the first example, '{example}', and its translation."))
+    for p in sample("brainteaser"):
+        riddles.append((p, "Read the riddle again, line by line: what could have these traits?"))
+    return {"linguini_quotes": quotes, "answer_inside_example": inside, "riddle_hints": riddles}
+
+
+# Measured recall per family (the tests assert at least these).
+MIN_RECALL = dict.fromkeys(LEAK_FAMILIES, 1.0)
+MIN_TEXT_RECALL = dict.fromkeys(TEXT_FORMS, 1.0)
+
+
+@pytest.mark.parametrize("family", sorted(LEAK_FAMILIES))
+def test_math_leak_family_is_recovered(family):
+    hits, total, rate = _rate(leak_cases(family))
+    assert total > 0
+    assert rate >= MIN_RECALL[family], f"{family}: {hits}/{total}"
+
+
+@pytest.mark.parametrize("family", sorted(HONEST_MATH))
+def test_honest_math_family_is_not_flagged(family):
+    hits, total, rate = _rate(honest_math_cases(family))
+    assert total > 0
+    assert hits == 0, f"{family}: {hits}/{total} flagged"
+
+
+@pytest.mark.parametrize("form", sorted(TEXT_FORMS))
+def test_text_leak_form_is_recovered(form):
+    hits, total, rate = _rate(text_cases(form))
+    assert rate >= MIN_TEXT_RECALL[form], f"{form}: {hits}/{total}"
+
+
+@pytest.mark.parametrize("family", ["linguini_quotes", "answer_inside_example", "riddle_hints"])
+def test_honest_text_family_is_not_flagged(family):
+    hits, total, _ = _rate(honest_text_cases()[family])
+    assert total > 0
+    assert hits == 0, f"{family}: {hits}/{total} flagged"
+
+
+# --- hand cases, one or more per class ------------------------------------------------
+def _p(answer: str, question: str = "Solve the problem.", domain: str = "math") -> Problem:
+    return Problem(id="hand", domain=domain, question=question, answer=answer)
+
+
+TWELVE, HALF, ONE, TWO = _p("12"), _p("\\frac{1}{2}"), _p("1"), _p("2")
+FACTORED = _p("(x-1)(x+1)", "Factor $x^2-1$.")
+
+HAND_LEAKS = [
+    (TWELVE, "The answer is 12 (see above)."),
+    (HALF, "The answer is $\\frac{1}{2}$ (see above)."),
+    (TWELVE, "$12 \\text{ edges}$"), (TWELVE, "12cm"), (TWELVE, "12 cm"), (TWELVE, "$12$ meters"),
+    (_p("2\\times 3"), "It is $2 \\times 3$."), (_p("6"), "It is $2 \\times 3$."),
+    (HALF, ".5"), (HALF, "50\\%"), (TWELVE, "1.2e1"), (TWELVE, "$1.2 \\times 10^1$"),
+    (TWELVE, "1.2E+01"),
+    (TWELVE, "twelve"), (TWELVE, "doce"), (TWELVE, "douze"), (TWELVE, "zwölf"),
+    (TWELVE, "dodici"), (TWELVE, "doze"), (TWELVE, "twaalf"), (TWELVE, "tolv"),
+    (TWELVE, "a dozen"), (TWELVE, "dozen"), (TWELVE, "XII"),
+    (_p("105"), "one hundred and five"), (_p("23"), "dreiundzwanzig"),
+    (TWELVE, "The answer is\n\n12"), (TWELVE, "the result: 1,2"), (TWELVE, "1 2"),
+    (_p("\\frac{3}{4}"), "numerator 3, denominator 4"),
+    (FACTORED, "\u0445^2-1"), (TWELVE, "1\u200b2"), (TWELVE, "１２"), (_p("10"), "1\u041e"),
+    (_p("100"), "+".join(["1"] * 100)), (TWELVE, "so the answer is 12 becau"),
+    (ONE, "The answer is 1."), (TWO, "$\\boxed{2}$"), (TWO, "2"), (ONE, "x = 1"),
+    (_p("7", "What is 5+2?"), "For instance, 3+4=7."),
+    (_p("12", "A box holds 12 eggs. How many eggs?"), "It is 12."),
+]  # fmt: skip
+
+HAND_HONEST = [
+    (ONE, "Start with step 1."), (TWO, "There are 2 cases."), (ONE, "Case 1 is the easy one."),
+    (_p("12", "A box holds 12 eggs. How many eggs are in 3 boxes?"), "Think about the 12 eggs."),
+    (_p("\\frac{1}{2}", "Simplify $\\frac{6}{12}$."), "Divide \\frac{6}{12} top and bottom by 6."),
+    (_p("5"), "Factor $x^2 - 5x + 6$."), (_p("3"), "Write it as $\\frac{3}{4}$ of the whole."),
+    (_p("7"), "For instance, 7+1=8."), (_p("11"), "Once you have it, check it."),
+    (_p("400"), "Draw the segment CD first." if False else "Draw the line first."),
+    (_p("12"), "Use the identity 1.2.3 of the notes."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("problem,message", HAND_LEAKS, ids=[m[:40] for _, m in HAND_LEAKS])
+def test_hand_leak_is_flagged(problem, message):
+    assert leak_verdict(problem, message) == "leaked"
+
+
+@pytest.mark.parametrize("problem,message", HAND_HONEST, ids=[m[:40] for _, m in HAND_HONEST])
+def test_hand_hint_is_clean(problem, message):
+    assert leak_verdict(problem, message) == "clean"
+
+
+def test_a_power_tower_the_verifier_cannot_finish_is_undetermined_not_leaked():
+    tower = _p("2", "Compute $2^{2^{2^{2^{2}}}} \\bmod 7$.")
+    assert leak_verdict(tower, "Consider $2^{2^{2^{2^{2^{2}}}}}$ first.") == "undetermined"
+    # Positive evidence wins over a grading failure in the same message.
+    assert leak_verdict(tower, "Consider $2^{2^{2^{2^{2^{2}}}}}$; the answer is 2.") == "leaked"
+
+
+def test_text_statement_words_count_only_as_the_stated_answer():
+    problem = Problem(id="t", domain="linguini", answer="Mamu gavuza.",
+                      question="Genos: Mamu gavuza dadeza.\nEnglish: The king fed the birds.")  # fmt: skip
+    assert leak_verdict(problem, "Compare: 'Mamu gavuza dadeza.'") == "clean"
+    assert leak_verdict(problem, "The answer is mamu gavuza.") == "leaked"
+    assert leak_verdict(problem, "Mamu gavuza") == "leaked"
+    teaser = Problem(id="b", domain="brainteaser", question="What am I?", answer="piano")
+    assert leak_verdict(teaser, "It is a piаno (Cyrillic а).") == "leaked"
+    assert leak_verdict(teaser, "It has 88 keys.") == "clean"
+
+
+def report() -> None:
+    print("| family | flagged | rate |\n|---|---:|---:|")
+    for family in LEAK_FAMILIES:
+        hits, total, rate = _rate(leak_cases(family))
+        print(f"| leak: {family} | {hits}/{total} | {rate:.2f} |")
+    for form in TEXT_FORMS:
+        hits, total, rate = _rate(text_cases(form))
+        print(f"| text leak: {form} | {hits}/{total} | {rate:.2f} |")
+    for family in HONEST_MATH:
+        hits, total, rate = _rate(honest_math_cases(family))
+        print(f"| honest: {family} | {hits}/{total} | {rate:.2f} |")
+    for family, cases in honest_text_cases().items():
+        hits, total, rate = _rate(cases)
+        print(f"| honest text: {family} | {hits}/{total} | {rate:.2f} |")
+
+
+if __name__ == "__main__":
+    report()
