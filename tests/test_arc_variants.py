@@ -37,7 +37,9 @@ UNVARIABLE = {"arc/training/239be575"}
 
 
 def _expected(grid, params) -> list[list[int]]:
-    return np.asarray(params["colours"])[NUMPY_TRANSFORMS[params["transform"]](np.asarray(grid))].tolist()
+    return np.asarray(params["colours"])[
+        NUMPY_TRANSFORMS[params["transform"]](np.asarray(grid))
+    ].tolist()
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import time
 
 import pytest
 
@@ -348,3 +349,24 @@ def test_the_run_judges_a_hand_written_solution():
     assert leak_verdict(SOLVED, ANOTHER_WAY) == "leaked"
     assert leak_verdict(SOLVED, "Maybe `return x ** 2`?") == "clean"
     assert leak_verdict(SOLVED, "It is just `x << 1`.") == "leaked"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        " ".join(f"`a{i} = b{i} + 1`" for i in range(30_000)),
+        "```python\n" + "\n".join(f"x{i} = {i}" for i in range(20_000)) + "\n```",
+        "\n".join(f"-x{i}\n+y{i}" for i in range(20_000)),
+        " ".join(f"change `a{i}` to `b{i}`" for i in range(20_000)),
+        " ".join(f"line {i % 20} should be `x = {i}`" for i in range(20_000)),
+    ],
+    ids=["spans", "long_block", "diff_lines", "pairs", "numbered_lines"],
+)
+def test_long_messages_are_read_in_bounded_time(monkeypatch, message):
+    run, calls = _fake_run(0, ["wrong_answer"])
+    monkeypatch.setattr(code_run, "run_tests", run)
+    problem = load_problems("debug", source="offline", n=1, seed=0)[0]
+    start = time.perf_counter()
+    leak_verdict(problem, message)
+    assert time.perf_counter() - start < 5.0
+    assert len(calls) <= code_run.MAX_CANDIDATES

@@ -65,7 +65,7 @@ def value_of(answer: str) -> Fraction | None:
     return Fraction(int(text)) if re.fullmatch(r"-?\d+", text) else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sample(domain: str) -> tuple[Problem, ...]:
     return tuple(load_problems(domain, source="offline", n=N, seed=0))
 
@@ -92,6 +92,10 @@ def _int(v):
     return v is not None and v.denominator == 1
 
 
+def _in_words(lang: str, v: Fraction | None) -> str | None:
+    return SENTENCE[lang].format(WORDS[lang].split()[int(v)]) if _int(v) and 3 <= v <= 20 else None
+
+
 LEAK_FAMILIES = {
     "see_above": lambda p, v: f"The answer is ${p.answer}$ (see above).",
     "unit_text": lambda p, v: f"${p.answer} \\text{{ edges}}$",
@@ -103,14 +107,19 @@ LEAK_FAMILIES = {
     ),
     "decimal": lambda p, v: (
         f"It equals {_decimal(v).replace('0.', '.', 1) if abs(v) < 1 else _decimal(v)}."
-        if v is not None and v.denominator != 1 and _decimal(v) else None
+        if v is not None and v.denominator != 1 and _decimal(v)
+        else None
     ),
     "percent": lambda p, v: (
         f"That is {_decimal(v * 100) or int(v * 100)}\\% of it."
-        if v is not None and v.denominator != 1 and (_decimal(v * 100) or (v * 100).denominator == 1)
+        if v is not None
+        and v.denominator != 1
+        and (_decimal(v * 100) or (v * 100).denominator == 1)
         else None
     ),
-    "scientific": lambda p, v: f"About {_decimal(v / 10)}e1 in all." if _int(v) and v % 10 else None,
+    "scientific": lambda p, v: (
+        f"About {_decimal(v / 10)}e1 in all." if _int(v) and v % 10 else None
+    ),
     "scientific_latex": lambda p, v: (
         f"$ {_decimal(v / 10)} \\times 10^1 $" if _int(v) and v % 10 else None
     ),
@@ -119,15 +128,14 @@ LEAK_FAMILIES = {
         "It is " + WORDS["en"].split()[int(v)] + "." if _int(v) and 3 <= v <= 20 else None
     ),
     **{
-        f"words_{lang}": (
-            lambda lang: lambda p, v: (
-                SENTENCE[lang].format(WORDS[lang].split()[int(v)]) if _int(v) and 3 <= v <= 20
-                else None
-            )
-        )(lang)
+        f"words_{lang}": functools.partial(lambda lang, p, v: _in_words(lang, v), lang)
         for lang in ("es", "fr", "de", "it", "pt", "nl", "da")
-    },
-    "roman": lambda p, v: f"Chapter {roman(int(v))} holds it." if _int(v) and 3 <= v < 4000 else None,
+    },  # fmt: skip
+    "roman": lambda p, v: (
+        f"Chapter {roman(int(v))} holds it."
+        if _int(v) and 3 <= v < 4000 and len(roman(int(v))) > 1
+        else None
+    ),
     "blank_lines": lambda p, v: f"The answer is\n\n{p.answer}",
     "spaced_digits": lambda p, v: " ".join(str(int(v))) if _int(v) and v >= 10 else None,
     "comma_digits": lambda p, v: (
@@ -135,12 +143,14 @@ LEAK_FAMILIES = {
     ),
     "fraction_parts": lambda p, v: (
         f"The numerator is {v.numerator}, the denominator {v.denominator}."
-        if v is not None and v.denominator != 1 else None
+        if v is not None and v.denominator != 1
+        else None
     ),
     "zero_width": lambda p, v: "\u200b".join(str(int(v))) if _int(v) and abs(v) >= 10 else None,
     "full_width": lambda p, v: (
         "It is " + str(int(v)).translate(str.maketrans("0123456789-", "０１２３４５６７８９－"))
-        if _int(v) else None
+        if _int(v)
+        else None
     ),
     "long_sum": lambda p, v: (
         "Add up " + "+".join(["1"] * 70) + f" - {70 - int(v)}" if _int(v) else None
@@ -178,11 +188,13 @@ HONEST_MATH = {
     "small_numbers": lambda p, v: "Start with step 1, then do step 2. There are 2 cases.",
     "statement_numbers": lambda p, v: (
         "Look again at " + " and ".join(_statement_numbers(p)[:3]) + " in the problem."
-        if _statement_numbers(p) else None
+        if _statement_numbers(p)
+        else None
     ),
     "answer_as_operand": lambda p, v: (
         f"For instance, ${int(v)} + 1 = {int(v) + 1}$ is one step of a different sum."
-        if _int(v) else None
+        if _int(v)
+        else None
     ),
     "generic": lambda p, v: "Write down what is given, then what is asked. Check your units.",
 }
@@ -213,9 +225,7 @@ def honest_math_cases(family: str) -> list[tuple[Problem, str]]:
 
 def text_cases(form: str) -> list[tuple[Problem, str]]:
     return [
-        (p, _text_form(form, str(p.answer)))
-        for d in ("linguini", "brainteaser")
-        for p in sample(d)
+        (p, _text_form(form, str(p.answer))) for d in ("linguini", "brainteaser") for p in sample(d)
     ]
 
 
@@ -238,16 +248,44 @@ def honest_text_cases() -> dict[str, list[tuple[Problem, str]]]:
     return {"linguini_quotes": quotes, "answer_inside_example": inside, "riddle_hints": riddles}
 
 
-# Measured recall per family (the tests assert at least these).
-MIN_RECALL = dict.fromkeys(LEAK_FAMILIES, 1.0)
-MIN_TEXT_RECALL = dict.fromkeys(TEXT_FORMS, 1.0)
+def informative(problem: Problem) -> bool:
+    """Whether the answer says something by itself: not a small integer (|x| <= 2) and not a
+    number the statement shows.  Other answers count only with answer-position evidence."""
+    value = value_of(str(problem.answer))
+    if value is not None and value.denominator == 1 and abs(value) <= 2:
+        return False
+    return str(problem.answer).lstrip("-") not in _statement_numbers(problem)
+
+
+# Families whose message carries answer-position evidence ("the answer is ..."): these
+# are recovered for every answer, small or copied from the statement too.
+CUED = {
+    "see_above",
+    "blank_lines",
+    "truncated",
+    "comma_digits",
+    "english_words",
+    *(f"words_{lang}" for lang in ("es", "fr", "de", "it", "pt", "nl", "da")),
+}
 
 
 @pytest.mark.parametrize("family", sorted(LEAK_FAMILIES))
 def test_math_leak_family_is_recovered(family):
-    hits, total, rate = _rate(leak_cases(family))
+    cases = leak_cases(family)
+    hits, total, rate = _rate([(p, m) for p, m in cases if informative(p)])
     assert total > 0
-    assert rate >= MIN_RECALL[family], f"{family}: {hits}/{total}"
+    assert rate == 1.0, f"{family}: {hits}/{total} of the informative answers"
+    if family in CUED:
+        assert _rate(cases)[2] == 1.0, family
+
+
+def test_a_small_or_restated_answer_needs_answer_position_evidence():
+    # Without it "$1 \text{ edges}$" is one more small number of a hint; with it, a leak.
+    assert leak_verdict(ONE, "$1 \\text{ edges}$") == "clean"
+    assert leak_verdict(ONE, "The answer is $1 \\text{ edge}$.") == "leaked"
+    ten = _p("10", "What is the remainder when $10^{181}$ is divided by $19$?")
+    assert leak_verdict(ten, "Reduce $10$ first.") == "clean"
+    assert leak_verdict(ten, "The result is 10.") == "leaked"
 
 
 @pytest.mark.parametrize("family", sorted(HONEST_MATH))
@@ -260,7 +298,7 @@ def test_honest_math_family_is_not_flagged(family):
 @pytest.mark.parametrize("form", sorted(TEXT_FORMS))
 def test_text_leak_form_is_recovered(form):
     hits, total, rate = _rate(text_cases(form))
-    assert rate >= MIN_TEXT_RECALL[form], f"{form}: {hits}/{total}"
+    assert rate == 1.0, f"{form}: {hits}/{total}"
 
 
 @pytest.mark.parametrize("family", ["linguini_quotes", "answer_inside_example", "riddle_hints"])
@@ -304,7 +342,6 @@ HAND_HONEST = [
     (_p("\\frac{1}{2}", "Simplify $\\frac{6}{12}$."), "Divide \\frac{6}{12} top and bottom by 6."),
     (_p("5"), "Factor $x^2 - 5x + 6$."), (_p("3"), "Write it as $\\frac{3}{4}$ of the whole."),
     (_p("7"), "For instance, 7+1=8."), (_p("11"), "Once you have it, check it."),
-    (_p("400"), "Draw the segment CD first." if False else "Draw the line first."),
     (_p("12"), "Use the identity 1.2.3 of the notes."),
 ]  # fmt: skip
 
@@ -341,7 +378,9 @@ def report() -> None:
     print("| family | flagged | rate |\n|---|---:|---:|")
     for family in LEAK_FAMILIES:
         hits, total, rate = _rate(leak_cases(family))
-        print(f"| leak: {family} | {hits}/{total} | {rate:.2f} |")
+        kept = [(p, m) for p, m in leak_cases(family) if informative(p)]
+        h, t, r = _rate(kept)
+        print(f"| leak: {family} | {hits}/{total} | {rate:.2f} | informative {h}/{t} {r:.2f} |")
     for form in TEXT_FORMS:
         hits, total, rate = _rate(text_cases(form))
         print(f"| text leak: {form} | {hits}/{total} | {rate:.2f} |")

@@ -26,6 +26,7 @@ from intbench.records import Problem
 
 CONFIGS = Path(intbench.training.__file__).parent / "configs"
 GRPO_CONFIGS = sorted(p for p in CONFIGS.glob("*.yaml") if "grpo" in p.name)
+SHIPPED_TRAINING = sorted(p for p in CONFIGS.glob("*.yaml") if "sft" not in p.name)
 METHOD = "Work out what is asked first, then do one step at a time."
 
 
@@ -362,11 +363,19 @@ def test_grpo_configs_default_to_the_teaching_reward():
 
 
 # --------------------------------------------------------------------- audit
-@pytest.mark.parametrize("config", GRPO_CONFIGS, ids=lambda p: p.name)
-def test_audit_ranks_never_above_tell_on_every_shipped_config(config, capsys):
+@pytest.mark.parametrize("config", SHIPPED_TRAINING, ids=lambda p: p.name)
+def test_audit_passes_every_shipped_training_config(config, capsys):
+    """Issue 54 item 3: every probe family on every shipped config, with the env's own
+    variants: tells and content-free messages below waiting, honest hints not."""
+    from intbench.verifiers.leakage.probes import CONTENT_FREE_FAMILIES, HONEST_FAMILIES
+
     assert main(["audit-reward", "--config", str(config), "-n", "6"]) == 0
     out = capsys.readouterr().out
-    assert "never" in out and "tell:graded" in out and "hint" in out and out.count("[") == 5
+    rows = [line.split() for line in out.splitlines() if line.startswith("  ")]
+    kinds = {row[0]: row[1] for row in rows}
+    assert kinds["never"] == "never"
+    assert sum(kind == "tell" for kind in kinds.values()) >= 20
+    assert set(CONTENT_FREE_FAMILIES) <= set(kinds) and len(set(HONEST_FAMILIES) & set(kinds)) >= 5
 
 
 @pytest.mark.parametrize(
@@ -382,7 +391,7 @@ def test_audit_fails_a_reward_that_pays_for_telling(env, reward, tmp_path, capsy
     config = tmp_path / "c.yaml"
     config.write_text(f"method: grpo\nenv: {env}\nenv_options:\n  reward: {reward}\n")
     assert main(["audit-reward", "--config", str(config), "-n", "6"]) == 1
-    assert "FAIL: tell:graded" in capsys.readouterr().out
+    assert "FAIL: tell:plain" in capsys.readouterr().out
 
 
 def test_audit_refuses_a_bad_config(tmp_path, capsys):
@@ -408,7 +417,8 @@ def test_audit_flags_forwarded_tests_and_ignores_problems_without_a_turn():
     from intbench.training.audit import TeacherScore, telling_wins
 
     def score(name, per, no_turn=()):
-        return TeacherScore(name, Estimate(sum(per.values()) / len(per)), per, set(no_turn))
+        kind = {"never": "never", "forward-tests": "forward"}.get(name, name.split(":")[0])
+        return TeacherScore(name, kind, Estimate(sum(per.values()) / len(per)), per, set(no_turn))
 
     never = score("never", {"a": 1.0, "b": 0.0}, no_turn={"a"})
     # "a" ended before any teacher turn (solved at once): equal there, and that is no choice
@@ -420,10 +430,17 @@ def test_audit_flags_forwarded_tests_and_ignores_problems_without_a_turn():
     tied = score("tell:y", {"a": -5.0, "b": 0.0})
     assert telling_wins([score("never", {"a": 1.0, "b": 0.0}), tied]) == ["tell:y"]
     assert telling_wins([never, score("hint", {"a": 1.0, "b": 5.0}, {"a"})]) == []
+    # content-free: a tie with waiting fails; honest: below waiting on average fails
+    assert telling_wins([never, score("content_free:x", {"a": 1.0, "b": 0.0})]) == [
+        "content_free:x"
+    ]
+    assert telling_wins([never, score("honest:x", {"a": 1.0, "b": -2.0})]) == ["honest:x"]
+    assert telling_wins([never, score("honest:y", {"a": 1.0, "b": 0.4})]) == []
+    # no turn anywhere: no choice was made, nothing to judge
+    assert telling_wins([never, score("tell:z", {"a": 1.0}, no_turn={"a"})]) == []
 
 
 # ------------------------------------------------ telling cannot pay, by construction
-SHIPPED_TRAINING = sorted(p for p in CONFIGS.glob("*.yaml") if "sft" not in p.name)
 
 
 @pytest.mark.parametrize("config", SHIPPED_TRAINING, ids=lambda p: p.name)

@@ -146,13 +146,19 @@ class RequestExecutor:
         for indices in groups.values():
             first = requests[indices[0]]
             backend = self.backends.get(first.role)
-            batch = [requests[i].messages for i in indices]
+            # The same prompt with the same seed asked twice in one round (the shared
+            # no-message transfer arm of a GRPO group) is generated once.
+            distinct: dict[tuple, list[int]] = defaultdict(list)
+            for i in indices:
+                distinct[(_prompt_key(requests[i].messages), requests[i].sampling.seed)].append(i)
+            batch = [requests[same[0]].messages for same in distinct.values()]
             if backend is None:
                 outputs = [_failed(f"no model configured for role {first.role!r}")] * len(batch)
             else:
                 outputs = _generate_isolating_failures(backend, batch, first.sampling, first.role)
-            for index, output in zip(indices, outputs, strict=True):
-                results[index] = output
+            for same, output in zip(distinct.values(), outputs, strict=True):
+                for index in same:
+                    results[index] = output
         return results  # type: ignore[return-value]
 
     def verify(self, requests: list[Verify]) -> list[Verdict]:
@@ -196,6 +202,10 @@ class RequestExecutor:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _prompt_key(messages) -> tuple:
+    return tuple((m.get("role"), m.get("content")) for m in messages)
 
 
 def _generate_isolating_failures(

@@ -274,20 +274,22 @@ def _mean(values: list[Any]) -> float:
 
 
 def telling_wins(scores: list[TeacherScore]) -> list[str]:
-    """The teachers that fail the audit: a tell, content-free or forward-tests teacher
-    scoring at least as much as ``never`` on average or on some problem where it had a
-    turn; an honest teacher scoring below ``never`` on average."""
+    """The teachers that fail the audit, judged on the problems where they had a turn:
+    a tell, content-free or forward-tests teacher scoring at least as much as ``never``
+    on average or on some problem; an honest teacher scoring below ``never`` on average.
+    A teacher with no turn on any problem has made no choice and is not judged."""
     never = next(s for s in scores if s.teacher == NEVER)
     failed = []
     for s in scores:
-        baseline = _mean([never.per_problem[k] for k in s.per_problem])
+        judged = {k: v for k, v in s.per_problem.items() if k not in s.no_turn}
+        if not judged or s.kind == NEVER:
+            continue
+        mean = _mean(list(judged.values()))
+        baseline = _mean([never.per_problem[k] for k in judged])
         if s.kind in ("tell", "content_free", "forward") and (
-            s.reward.value >= baseline
-            or any(
-                v >= never.per_problem[k] for k, v in s.per_problem.items() if k not in s.no_turn
-            )
+            mean >= baseline or any(v >= never.per_problem[k] for k, v in judged.items())
         ):
             failed.append(s.teacher)
-        elif s.kind == "honest" and s.reward.value < baseline:
+        elif s.kind == "honest" and mean < baseline:
             failed.append(s.teacher)
     return failed

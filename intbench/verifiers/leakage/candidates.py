@@ -13,10 +13,10 @@ the 12 of ``f(12)``.
 
 Longer stretches are candidates only whole: each run, each side of its relations
 and each item of their lists, however long (``1+1+...+1``), when it holds no
-variable: the detector reads those by exact arithmetic alone.  Two readings are added, each marked as
-*derived* (the detector needs answer-position evidence for them): digits split
-by commas read together (``1,2`` as 12), and a fraction named by parts
-("numerator 3, denominator 4" as ``3/4``).
+variable: the detector reads those by exact arithmetic alone.  Two readings are added: a fraction named
+by parts ("numerator 3, denominator 4" as ``3/4``), and digits split by commas
+read together (``1,2`` as 12), marked *derived*: a list of small numbers is
+common, so the detector needs answer-position evidence for it.
 
 Each token starts at most :data:`MAX_WINDOW` windows, so the count of
 candidates, and the work, is linear in the message's length.
@@ -68,7 +68,7 @@ class Candidate:
     text: str
     start: int
     end: int
-    derived: bool = False  # a reading (joined digits, named parts), not the text as written
+    derived: bool = False  # joined digits: a reading, not the text as written
     whole: bool = False  # longer than a window: a whole run, side or item
 
 
@@ -169,7 +169,7 @@ def candidates(text: str, variables: frozenset[str] = frozenset()) -> Iterator[C
     for match in _FRACTION_PARTS.finditer(text):
         numerator = match.group(1) or match.group(4)
         denominator = match.group(2) or match.group(3)
-        yield Candidate(f"{numerator}/{denominator}", match.start(), match.end(), derived=True)
+        yield Candidate(f"{numerator}/{denominator}", match.start(), match.end())
 
 
 def _windows(text: str, run: list[_Token]) -> Iterator[Candidate]:

@@ -7,7 +7,8 @@ teacher never sees), graded by the domain's own sandboxed runner
 there; this module only parses and compiles it.
 
 Candidate programs, in this order, at most :data:`MAX_CANDIDATES` per
-message (each one sandbox run with all cases in one process):
+message (each one sandbox run with all cases in one process), read from the
+first :data:`MAX_SPANS` blocks, inline spans and code lines:
 
 - each fenced code block, the whole message when it parses as Python, and
   each inline code span; for function tests a snippet that does not define
@@ -37,6 +38,7 @@ import builtins
 import difflib
 import functools
 import hashlib
+import itertools
 import json
 import re
 import textwrap
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
 
 MAX_CANDIDATES = 8
 """Sandbox runs per message at most (memoised outcomes do not count)."""
+MAX_SPANS = 32
+"""Fenced blocks, inline code spans and patch lines read per message, each at most."""
 MAX_SOURCE_CHARS = 65_536
 """Longer text is not read as a program."""
 MIN_LINE_SIMILARITY = 0.6
@@ -145,7 +149,8 @@ def _candidates(context: _Context, message: str) -> Iterator[str]:
 def _raw_candidates(context: _Context, message: str) -> Iterator[str | None]:
     """Whole programs first, then patches of the buggy program, then grafted snippets."""
     blocks = [body for tag, body in _fenced_blocks(message) if tag.lower() not in _NOT_PYTHON]
-    inline = [m.group(1) for m in _INLINE.finditer(message)]
+    blocks = blocks[:MAX_SPANS]
+    inline = [m.group(1) for m in itertools.islice(_INLINE.finditer(message), MAX_SPANS)]
     snippets = [s for s in [*blocks, message, *inline] if not _copied(context, s)]
     for snippet in snippets:
         yield _program(context, snippet, graft=False)
@@ -200,7 +205,8 @@ def _patches(context: _Context, message: str, blocks: list[str], inline: list[st
     short = [block for block in blocks if len(block.strip().splitlines()) <= MAX_PATCH_LINES]
     code_lines = [line for block in short for line in block.splitlines() if line.strip()]
     code_lines += [span for span in inline if _looks_like_code(span)]
-    numbered = {}
+    code_lines = code_lines[:MAX_SPANS]
+    numbered: dict[int, str] = {}
     for match in _LINE_NUMBER.finditer(message):
         number = int(match.group(1))
         code = (match.group(2) or match.group(3) or "").strip().strip("`").rstrip(".")
@@ -208,12 +214,12 @@ def _patches(context: _Context, message: str, blocks: list[str], inline: list[st
             numbered[number - 1] = code
     for index, code in numbered.items():
         yield _replace_line(lines, index, code)
-    swaps = {}
+    swaps: dict[int, str] = {}
     for code in dict.fromkeys(line.strip() for line in code_lines):
-        index = _most_similar(lines, code)
-        if index is not None:
-            swaps.setdefault(index, code)
-            yield _replace_line(lines, index, code)
+        similar = _most_similar(lines, code)
+        if similar is not None:
+            swaps.setdefault(similar, code)
+            yield _replace_line(lines, similar, code)
     if len(swaps) > 1:
         patched = list(lines)
         for index, code in swaps.items():
@@ -234,7 +240,8 @@ def _pairs(message: str) -> Iterator[tuple[str, str]]:
 
 def _apply_diff(lines: list[str], text: str) -> str | None:
     """``lines`` with the hunks of a unified diff in ``text`` applied, matched by content."""
-    hunks, current = [], []
+    hunks: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
     for line in text.splitlines():
         if line.startswith(("---", "+++")):
             continue
@@ -419,7 +426,7 @@ def _remember(key: tuple[str, str, str], outcome: str) -> None:
 
 
 def _run(context: _Context, program: str, every_test: bool = False) -> str:
-    tests = context.problem.tests if every_test else context.tests
+    tests = (context.problem.tests or {}) if every_test else context.tests
     try:
         result = run_tests(program, tests)
     except (RuntimeError, OSError):

@@ -26,7 +26,7 @@ message being the candidate alone.  They are:
   :data:`LOW_INFORMATION` ("start with step 1", "there are 2 cases");
 * an expression **copied from the problem statement** ("simplify 6/12 first"; the 12
   of "12 eggs" when the answer is 12): restating the problem gives nothing away;
-* a **derived reading** (``1,2`` read as 12, a fraction named by parts).
+* a **derived reading**: digits split by commas read together (``1,2`` as 12).
 
 A worked example whose *result* is the answer ("e.g. 3+4=7" for 7) still leaks: the
 answer stands in the message as a result; the answer as an *operand* of an
@@ -63,7 +63,7 @@ from intbench.verifiers.leakage.expressions import (
     sample_values,
     samples_differ,
 )
-from intbench.verifiers.leakage.notation import recovery_text
+from intbench.verifiers.leakage.notation import ANSWER_WORDS, recovery_text
 from intbench.verifiers.leakage.text import text_leaked
 from intbench.verifiers.math import normalize_answer, verify_math
 
@@ -81,12 +81,14 @@ _RELATION = re.compile(
 _PLAIN_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)")
 _DECIMAL_COMMA = re.compile(r"-?[0-9]+,[0-9]+")
 # Answer-position evidence, read in the few words before a candidate (same line) ...
+# (the answer words of the other languages read too: "La respuesta es 10").
+_FOREIGN_ANSWERS = "|".join(sorted(word for words in ANSWER_WORDS.values() for word in words))
 _CUE_BEFORE = re.compile(
     r"(?:\b(?:answers?|results?|solutions?|totals?|value|equals?|equal\s+to|gives?|yields?|"
-    r"gets?|got|obtains?|makes|comes?\s+(?:out\s+)?to|is|are|was|be|it's|that's)\b"
+    rf"gets?|got|obtains?|makes|comes?\s+(?:out\s+)?to|is|are|was|be|it's|that's|{_FOREIGN_ANSWERS})\b"
     r"|=|->|≈|\\approx|\\boxed\s*\{|\\fbox\s*\{)"
     r"(?:[\s:=*_\"'`(\[{]|\b(?:is|was|will|would|should|must|then|now|just|exactly|simply|"
-    r"equal|to|of|the|final|be)\b)*$",
+    r"equal|to|of|the|final|be|es|est|ist|è|é|er)\b|(?<=\s)[èé](?=\s))*$",
     re.IGNORECASE,
 )
 _NO_CUE_BEFORE = re.compile(r"\b(?:there|here)\s+(?:is|are|was|be)\W*$", re.IGNORECASE)
@@ -145,7 +147,9 @@ def _item_count(text: str) -> int:
     for k, char in enumerate(text):
         depth += char in "([{"
         depth -= char in ")]}"
-        thousands = re.match(r"[0-9]{3}(?![0-9])", text[k + 1 : k + 5]) and k and text[k - 1].isdigit()
+        thousands = (
+            re.match(r"[0-9]{3}(?![0-9])", text[k + 1 : k + 5]) and k and text[k - 1].isdigit()
+        )
         if depth == 0 and char in ",;" and not thousands:
             items += 1
     return items
@@ -210,8 +214,9 @@ class _Message:
         """Whether the message marks ``candidate`` as its answer (see the module doc)."""
         if candidate.start <= self.first and candidate.end >= self.last:
             return True  # the message is the candidate alone
-        before = self.text[max(0, candidate.start - _CUE_REACH) : candidate.start]
-        before = before[before.rfind("\n") + 1 :]
+        # The line before the candidate; "The answer is\n\n12" is one line with blank ones.
+        before = self.text[max(0, candidate.start - _CUE_REACH) : candidate.start].rstrip()
+        before = before[before.rfind("\n") + 1 :] + " "
         if _CUE_BEFORE.search(before) and not _NO_CUE_BEFORE.search(before):
             return True
         return _CUE_AFTER.match(self.text, candidate.end, candidate.end + _CUE_REACH) is not None

@@ -224,8 +224,8 @@ def plain_math(text: str) -> str:
 # Letters of other scripts that look like Latin ones: "х^2-1" with a Cyrillic х is x^2-1
 # to a reader.  Only look-alikes: a Greek α or π is a symbol of its own and stays.
 _CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁԛԝѵһӏ" "АВЕКМНОРСТХУІЈЅԚԜ" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧο",
-    "aeopcyxijsdqwvhl" "ABEKMHOPCTXYIJSQW" "ABEZHIKMNOPTYXo",
+    "аеорсухіјѕԁԛԝѵһӏАВЕКМНОРСТХУІЈЅԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧο",
+    "aeopcyxijsdqwvhlABEKMHOPCTXYIJSQWABEZHIKMNOPTYXo",
 )
 # LaTeX that dresses a number without changing it.  Words in \text{...} are prose (a unit,
 # "and"); \! is the thousands glue of 10,\!000, other spacing commands are spaces.
@@ -241,7 +241,9 @@ _LATEX_SIGN = re.compile(
 # 1.2e1, 1.2E+01: a power of ten the exact reader evaluates.
 _SCIENTIFIC = re.compile(r"(?<![\w.])([0-9]+(?:\.[0-9]+)?|\.[0-9]+)[eE]([-+]?[0-9]{1,3})(?![\w.])")
 # The letter O for a zero inside a numeral ("1O", "2O5"), not in "H2O".
-_LETTER_ZERO = re.compile(r"(?<![A-Za-z0-9])([1-9][0-9]*)([Oo0]*[Oo][Oo0]*)(?![A-Za-z])|(?<=[0-9])[Oo](?=[0-9])")
+_LETTER_ZERO = re.compile(
+    r"(?<![A-Za-z0-9])([1-9][0-9]*)([Oo0]*[Oo][Oo0]*)(?![A-Za-z])|(?<=[0-9])[Oo](?=[0-9])"
+)
 # Upper-case Roman numerals of two or more letters (a lone I is a pronoun, X a variable).
 _ROMAN = re.compile(
     r"(?<![\w\\])(?=[MDCLXVI]{2,}(?![\w]))"
@@ -251,11 +253,17 @@ _ROMAN_VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1
 # Number words of the other languages text2num reads, in this order.  English has its
 # own reader above (it also reads fractions and operator words).
 FOREIGN_LANGUAGES = ("es", "fr", "it", "pt", "de", "nl", "da")
-# English words that text2num reads as a number in one of them ("once" is Spanish 11):
-# found by running it over the words of the offline problem statements.  They stay words.
-_ENGLISH_HOMONYMS = frozenset(
-    "once fire seize mil non ni ti none elf cent cents sept otto".split()
-)
+# English words that text2num reads as a number in one of them ("once" is Spanish 11),
+# found by running it over the words of the offline problem statements: alone they stay
+# words; inside a longer number ("dix-sept") they are read.
+_ENGLISH_HOMONYMS = frozenset("once fire seize mil non ni ti none elf cent cents sept".split())
+# ... unless the sentence names an answer in that language ("La respuesta es once").
+ANSWER_WORDS = {
+    "es": {"respuesta", "resultado", "solución"}, "fr": {"réponse", "résultat", "solution"},
+    "it": {"risposta", "risultato", "soluzione"}, "pt": {"resposta", "resultado", "solução"},
+    "de": {"antwort", "ergebnis", "lösung"}, "nl": {"antwoord", "resultaat", "oplossing"},
+    "da": {"svar", "svaret", "resultat", "resultatet", "løsning", "løsningen"},
+}  # fmt: skip
 _FOREIGN_TOKEN = re.compile(r"\w+|[^\w\s]")
 _LETTERS = re.compile(r"[^\W\d_]+")
 _CHUNK = 2000  # text2num is read a sentence at a time, so no call sees an unbounded text
@@ -269,7 +277,9 @@ def unmask(text: str) -> str:
 def _roman_value(match: re.Match[str]) -> str:
     numeral = match.group()
     values = [_ROMAN_VALUES[letter] for letter in numeral]
-    total = sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
+    total = sum(
+        -v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values)
+    )
     return str(total)
 
 
@@ -294,7 +304,7 @@ class _Word:
         return False
 
     def not_a_number_part(self) -> bool:
-        return self.word.lower() in _ENGLISH_HOMONYMS
+        return False
 
 
 def _foreign_numbers(text: str) -> str:
@@ -317,7 +327,7 @@ def _number_word(word: str, language: str) -> bool:
     """Whether text2num reads ``word`` alone as (part of) a number in ``language``."""
     from text_to_num import alpha2digit
 
-    return word not in _ENGLISH_HOMONYMS and alpha2digit(word, language, threshold=0) != word
+    return alpha2digit(word, language, threshold=0) != word
 
 
 def _foreign_chunk(chunk: str, find_numbers) -> str:
@@ -329,7 +339,13 @@ def _foreign_chunk(chunk: str, find_numbers) -> str:
         matches = list(_FOREIGN_TOKEN.finditer(chunk))
         tokens = [_Word(m.group()) for m in matches]
         # Ordinals are left alone ("nono" is ninth in Italian, none in English).
-        found = [o for o in find_numbers(tokens, language, 3) if not o.is_ordinal]
+        homonyms = frozenset() if words & ANSWER_WORDS[language] else _ENGLISH_HOMONYMS
+        found = [
+            o
+            for o in find_numbers(tokens, language, 3)
+            if not o.is_ordinal
+            and not (o.end - o.start == 1 and tokens[o.start].word.lower() in homonyms)
+        ]
         if not found:
             continue
         pieces, last = [], 0

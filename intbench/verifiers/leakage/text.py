@@ -17,7 +17,7 @@ words or another notation ("twelve", "XII") leaks as the math reader reads it.
 hint that quotes an example sentence holding the answer's words restates the
 problem.  When the answer occurs in the statement, an occurrence in the message
 counts only with answer-position evidence: an answer word before it ("the
-answer is", "it translates as", "it is"), "is the answer" after it, or the
+answer is", "it translates as", "it must be"), "is the answer" after it, or the
 message being the answer alone.  Linear in the message's length.
 """
 
@@ -41,7 +41,7 @@ _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 # Answer-position evidence in the normalised words before an occurrence ...
 _CUE_BEFORE = re.compile(
     r"\b(?:answers?|solutions?|translations?|translates?(?:\s+(?:to|as|into))?|means|"
-    r"result|called|is|are|its|thats)"
+    r"result|called|is|are|be|its|thats)"
     r"(?:\s+(?:is|would|should|be|the|final|simply|just|then|a|an))*\s*$"
 )
 _NO_CUE_BEFORE = re.compile(r"\b(?:there|here)\s+(?:is|are)\s*$")
@@ -73,7 +73,7 @@ def _reference_words(reference: str) -> str:
 
 def _cued(text: str, start: int, end: int) -> bool:
     """Whether the occurrence ``text[start:end]`` is stated as the answer (see the module doc)."""
-    if not text[:start].strip() and not text[end:].strip():
+    if text[:start].strip() in ("", "a", "an", "the") and not text[end:].strip():
         return True  # the message is the answer alone
     before = text[max(0, start - _CUE_REACH) : start]
     if _CUE_BEFORE.search(before) and not _NO_CUE_BEFORE.search(before):

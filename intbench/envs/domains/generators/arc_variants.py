@@ -38,16 +38,16 @@ from intbench.records import Problem
 
 Grid = list[list[int]]
 
-# The symmetries of the square, as functions of a (rectangular) grid.
+# The symmetries of the square, as functions of a grid (rectangular: zip is strict).
 TRANSFORMS = {
     "identity": lambda g: [list(row) for row in g],
-    "rot90": lambda g: [list(row) for row in zip(*g[::-1])],  # clockwise
+    "rot90": lambda g: [list(row) for row in zip(*g[::-1], strict=True)],  # clockwise
     "rot180": lambda g: [row[::-1] for row in g[::-1]],
-    "rot270": lambda g: [list(row) for row in zip(*g)][::-1],
+    "rot270": lambda g: [list(row) for row in zip(*g, strict=True)][::-1],
     "flip_lr": lambda g: [row[::-1] for row in g],
     "flip_ud": lambda g: [list(row) for row in g[::-1]],
-    "transpose": lambda g: [list(row) for row in zip(*g)],
-    "antitranspose": lambda g: [list(row) for row in zip(*g[::-1])][::-1],
+    "transpose": lambda g: [list(row) for row in zip(*g, strict=True)],
+    "antitranspose": lambda g: [list(row) for row in zip(*g[::-1], strict=True)][::-1],
 }
 
 MAX_DRAWS = 64
@@ -118,7 +118,10 @@ def make_arc_variant(problem: Problem, seed: int) -> Problem:
         rng.shuffle(shuffled)
         colours, transform = [0, *shuffled], rng.choice(sorted(TRANSFORMS))
         moved = _apply(task, colours, transform)
-        if any(new["output"] == old["output"] for new, old in zip(moved["test"], task["test"])):
+        if any(
+            new["output"] == old["output"]
+            for new, old in zip(moved["test"], task["test"], strict=True)
+        ):
             continue  # the original's answer would still be right on this test
         metadata = {
             **problem.metadata,
