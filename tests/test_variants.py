@@ -17,6 +17,7 @@ from intbench.generalization import (
     read_variant_set,
     write_variant_set,
 )
+from intbench.generalization.answers import SHARED_ANSWER
 from intbench.generalization.parsing import (
     UNCATEGORIZED,
     parse_candidates,
@@ -24,7 +25,6 @@ from intbench.generalization.parsing import (
     parse_taxonomy,
     parse_validation,
 )
-from intbench.generalization.answers import SHARED_ANSWER
 from intbench.generalization.procedural import check_variant, reference_response
 from intbench.generalization.variant_set import sample_per_original
 from intbench.records import Problem

@@ -13,8 +13,9 @@ keyword, builtin or attribute becomes ``ID``; a leading ``return``/``yield``
 is dropped, so ``return sorted(set(l))`` and ``f = lambda l: sorted(set(l))``
 share ``sorted ( set ( ID ) )``.  A statement is *logic* when it has at least
 :data:`MIN_TOKENS` tokens, one of them an operator or bracket, and does not
-appear in the problem statement (signatures, docstrings and, for Debug, the
-buggy program's unchanged lines give nothing away; its fixed lines do).
+appear in the problem statement, not even inside one of its lines
+(signatures, docstrings and, for Debug, the buggy program's unchanged lines
+give nothing away; its fixed lines do).
 Comments and docstrings are dropped first.
 
 The match fires when the message's own token sequence (the whole message, so
@@ -96,7 +97,7 @@ def _joined(tokens: list[str]) -> str:
 @lru_cache(maxsize=512)
 def logic_statements(solution: str, statement: str) -> tuple[str, ...]:
     """The reference's logic statements, each joined with :data:`SEPARATOR` for searching."""
-    shown = {_joined(tokens) for tokens in _statements(statement)}
+    shown = "".join(_joined(tokens) for tokens in _statements(statement))
     logic = []
     for tokens in _statements(solution):
         if len(tokens) < MIN_TOKENS or _joined(tokens) in shown:
@@ -105,6 +106,8 @@ def logic_statements(solution: str, statement: str) -> tuple[str, ...]:
             tokens = tokens[:-1]
         if not any(not t[0].isalnum() and t not in _PUNCTUATION_ONLY for t in tokens):
             continue  # no operator or bracket: "for ID in ID :" reads like prose
+        if _joined(tokens[:MAX_TOKENS]) in shown:
+            continue  # part of a statement line (Debug: a fixed line the buggy code also has)
         logic.append(_joined(tokens[:MAX_TOKENS]))
     return tuple(dict.fromkeys(logic))
 
