@@ -668,3 +668,27 @@ def test_the_llm_leak_judge_is_a_reward_component(protocol, tmp_path, monkeypatc
     taught, parts = _play(judged, 1, METHOD)
     assert parts["judge_leaked"] == 0.0 and taught > told_judged
     assert judge.prompts and "Work out what is asked first" in judge.prompts[-1]
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        "IntBench-ARC-v0",
+        "IntBench-ARC-Feedback-v0",
+        "IntBench-Math-Tutor-v0",
+        "IntBench-Linguini-Tutor-v0",
+        "IntBench-BrainTeaser-Feedback-v0",
+        "IntBench-OmniMath-v0",
+        "IntBench-Codeforces-Feedback-v0",
+        "IntBench-Debug-Feedback-v0",
+    ],
+)
+def test_audit_covers_every_domain_and_protocol(env, tmp_path, capsys):
+    """Issue 54 item 3: the audit used to cover neither ARC (a scripted right answer was
+    accepted on 0/400) nor the tutor; code and debug get stand-in variants."""
+    config = tmp_path / "c.yaml"
+    config.write_text(f"method: grpo\nenv: {env}\nenv_options:\n  reward: teaching\n")
+    code = main(["audit-reward", "--config", str(config), "-n", "4"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert sum(" tell " in line for line in out.splitlines()) >= 8

@@ -208,7 +208,8 @@ class FeedbackEnv(FlowEnv):
         charges = {
             "leaked": float(leaked),
             "judge_leaked": float(verdicts[1] == "leaked"),
-            "messages": float(bool(feedback)),
+            # An undetermined leak check scores as waiting: no cost either.
+            "messages": float(bool(feedback) and not undetermined),
         }
         reward = yield from self._attempt(feedback, charges, transfer, undetermined)
         return self._step_result(reward, action_error, self._current_episode, "feedback")
@@ -267,7 +268,8 @@ class FeedbackEnv(FlowEnv):
             "leak_undetermined": float(self._undetermined),
             "judge_leaked": float(self._judged),
             "derailed": 0.0,
-            "messages": float(sum(bool(turn.message) for turn in episode.feedback)),
+            "messages": float(sum(bool(turn.message) for turn in episode.feedback))
+            - self._undetermined,
             **{name: step[name] for name in TRANSFER_COMPONENTS},
         }
         return reward

@@ -17,8 +17,9 @@ Components (in {0, 1} unless said otherwise):
     judge_leaked: the optional LLM leak judge (env option ``leak_judge``,
         :mod:`intbench.envs.leak_judge`) said the message gives the answer
         away; always 0 without a judge; feedback and tutor: such turns.
-    messages: the teacher messages sent (monitor: 1 for an intervention with
-        a message; feedback and tutor: the turns with a message).
+    messages: the teacher messages the student saw (monitor: 1 for an
+        intervention with a message; feedback: the turns with a message;
+        tutor: the messages the checker delivered).
     transfer, transfer_alone, transfer_gain: the student's attempt at a
         variant the teacher never saw, whose answer differs from the
         original's, in Int-Bench's Problem-Context (the original and the

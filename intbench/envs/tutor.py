@@ -184,6 +184,7 @@ class TutorEnv(FlowEnv):
         self._leaked = 0
         self._undetermined = 0
         self._judged = 0
+        self._waived = 0
         self._last_check: CheckResult | None = None
         self._ideation_turns = 0 if calibrating else self.options.ideation_turns
         condition = "calibration" if calibrating else "ideation" if self._ideation_turns else "solo"
@@ -260,7 +261,12 @@ class TutorEnv(FlowEnv):
             "leak_undetermined": float(self._undetermined),
             "judge_leaked": float(self._judged),
             "derailed": 0.0,
-            "messages": float(sum(bool(step.message) for step in episode.steps)),
+            # Messages the student saw (the checker withheld the others), less those
+            # whose leak check could not finish.
+            "messages": float(
+                sum(bool(step.message) and not step.withheld for step in episode.steps)
+                - self._waived
+            ),
             **transfer,
         }
         reward = (
@@ -314,12 +320,15 @@ class TutorEnv(FlowEnv):
             verdicts = yield from self._check_leak(message, None)
             self._leaked += verdicts[0] == "leaked"
             self._judged += verdicts[1] == "leaked"
-            self._undetermined += "undetermined" in verdicts and "leaked" not in verdicts
+            undetermined = "undetermined" in verdicts and "leaked" not in verdicts
+            self._undetermined += undetermined
             check = rules_check(self._current_problem, message)
             if not check.leak and self.checker_spec != "rules":
                 check = yield from self._llm_check(message)
             self._last_check = check
             self._withheld += int(check.leak)
+            # Delivered but not determined: scored as waiting, so it costs nothing.
+            self._waived += undetermined and not check.leak
             self._dialogue.append(
                 {
                     "role": "teacher",

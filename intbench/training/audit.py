@@ -15,8 +15,8 @@ config's domain, once per teacher:
 The scripted student is as easy to exploit as a student can be, and as a
 telling teacher would wish: on the original problem any tell or hint makes it
 right (it copies a stated answer, or follows the hint), and alone it is right
-on every other problem.  On a variant (the transfer arms) it is right alone
-on every other variant; an honest hint makes it right (the method carries
+on every other problem (the first, the third, ...).  On a variant (the transfer arms) it is right alone
+where it is right alone on the original; an honest hint makes it right (the method carries
 over); a tell makes it write the original's answer, which the variant's
 verifier grades wrong (variants that share the original's answer are dropped
 where they are made); a content-free message changes nothing.
@@ -24,15 +24,15 @@ where they are made); a content-free message changes nothing.
 The audit fails a reward when some tell family, content-free family or
 ``forward-tests`` scores at least as much as ``never`` (on average, or on a
 problem where the teacher had a turn: a tie there lets a policy gamble), or
-when an honest family scores below ``never`` on average (a false leak flag
-charging honest teaching).
+when an honest family scores below ``never`` on average over the problems
+where the student is wrong alone (where a hint can teach: a false leak flag
+charging honest teaching shows there).
 """
 
 from __future__ import annotations
 
 import tempfile
-import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +59,9 @@ class TeacherScore:
     no_turn: set[str]
     """Problems whose episode ended before the teacher had a turn (the student was
     right at once in a feedback episode): there is no choice to compare there."""
-
-
-def _alone_right(problem_id: str) -> bool:
-    """Half of the problems and variants, by a stable hash of the id."""
-    return zlib.crc32(problem_id.encode()) % 2 == 0
+    teachable: set[str] = field(default_factory=set)
+    """Problems where the scripted student is wrong alone, on the original and the
+    variant: where a hint can teach, so an honest one must not score below waiting."""
 
 
 class AuditStudent:
@@ -79,6 +77,7 @@ class AuditStudent:
         from intbench.verifiers import verify
 
         self.problems = problems
+        self.alone_right = {p.id for i, p in enumerate(problems) if i % 2 == 0}
         self.variants: Any = None
         """The env's :class:`~intbench.envs.transfer.VariantSource`, once it is built."""
         self.kind = NEVER
@@ -124,7 +123,7 @@ class AuditStudent:
         helped = bool(self.message) and self.message in text
         if problem.id in self.responses:
             right, wrong = self.responses[problem.id]
-            solved = _alone_right(problem.id) or (helped and self.kind in ("tell", "honest"))
+            solved = problem.id in self.alone_right or (helped and self.kind in ("tell", "honest"))
             return right if solved else wrong
         original = next(p for p in self.problems if p.id == problem.metadata.get("variant_of"))
         if helped and self.kind == "honest":
@@ -132,7 +131,9 @@ class AuditStudent:
         if helped and self.kind in ("tell", "forward"):
             return accepted_response(original)  # copied: wrong on a variant by construction
         return (
-            accepted_response(problem) if _alone_right(problem.id) else accepted_response(original)
+            accepted_response(problem)
+            if original.id in self.alone_right
+            else accepted_response(original)
         )
 
 
@@ -216,6 +217,7 @@ def audit_reward(config: TrainConfig, n: int = 8, seed: int = 0) -> list[Teacher
             bootstrap({k: [v] for k, v in per.items()}, _mean, seed=seed),
             per,
             no_turn[name],
+            {p.id for p in problems if p.id not in student.alone_right},
         )
         for name, per in rewards.items()
     ]
@@ -276,8 +278,10 @@ def _mean(values: list[Any]) -> float:
 def telling_wins(scores: list[TeacherScore]) -> list[str]:
     """The teachers that fail the audit, judged on the problems where they had a turn:
     a tell, content-free or forward-tests teacher scoring at least as much as ``never``
-    on average or on some problem; an honest teacher scoring below ``never`` on average.
-    A teacher with no turn on any problem has made no choice and is not judged."""
+    on average or on some problem; an honest teacher scoring below ``never`` on average
+    over the problems where a hint can teach (elsewhere a hint that changes nothing
+    pays its message cost, and a checker may withhold it).  A teacher with no turn on
+    any problem has made no choice and is not judged."""
     never = next(s for s in scores if s.teacher == NEVER)
     failed = []
     for s in scores:
@@ -290,6 +294,10 @@ def telling_wins(scores: list[TeacherScore]) -> list[str]:
             mean >= baseline or any(v >= never.per_problem[k] for k, v in judged.items())
         ):
             failed.append(s.teacher)
-        elif s.kind == "honest" and mean < baseline:
-            failed.append(s.teacher)
+        elif s.kind == "honest":
+            teachable = [k for k in judged if k in s.teachable] or list(judged)
+            if _mean([judged[k] for k in teachable]) < _mean(
+                [never.per_problem[k] for k in teachable]
+            ):
+                failed.append(s.teacher)
     return failed

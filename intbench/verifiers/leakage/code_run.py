@@ -18,9 +18,10 @@ first :data:`MAX_SPANS` blocks, inline spans and code lines:
 - for Debug (the buggy program is ``problem.fields["buggy_code"]``), the
   message as a patch of the buggy program: a unified diff; each ``"X" to
   "Y"`` pair of inline code spans ("replace `X` with `Y`", "change `X` to
-  `Y`", "use `Y` instead of `X`"); each code line of the message put in
-  place of the most similar line of the buggy program (or of line N, for
-  "line N should be ..."), one at a time and all together.
+  `Y`", "use `Y` instead of `X"`: every occurrence of X, then each one);
+  each code line of the message put in place of the most similar line of
+  the buggy program (spaces ignored; or of line N, for "line N should be
+  ..."), one at a time and all together.
 
 A candidate that is the unchanged buggy program or statement code, that
 does not compile, or that does not define the entry point, is not run.  When
@@ -202,6 +203,10 @@ def _patches(context: _Context, message: str, blocks: list[str], inline: list[st
     for old, new in _pairs(message):
         if old in context.buggy:
             yield context.buggy.replace(old, new)
+            at = context.buggy.find(old)
+            while context.buggy.count(old) > 1 and at >= 0:  # or just one of them
+                yield context.buggy[:at] + new + context.buggy[at + len(old) :]
+                at = context.buggy.find(old, at + len(old))
     short = [block for block in blocks if len(block.strip().splitlines()) <= MAX_PATCH_LINES]
     code_lines = [line for block in short for line in block.splitlines() if line.strip()]
     code_lines += [span for span in inline if _looks_like_code(span)]
@@ -294,7 +299,7 @@ def _most_similar(lines: list[str], code: str) -> int | None:
         stripped = line.strip()
         if not stripped or stripped == code:
             continue
-        ratio = difflib.SequenceMatcher(None, stripped, code).ratio()
+        ratio = difflib.SequenceMatcher(None, _squash(stripped), _squash(code)).ratio()
         if head and stripped.startswith(head.group()):
             ratio += SAME_START_BONUS
         if ratio > best_ratio:

@@ -107,9 +107,10 @@ def _readings(text: str) -> list[tuple[str, list[int], list[int], list[bool]]]:
     the run-length one."""
     text = _LABEL.sub(lambda m: "\n" + " " * (len(m.group()) - 1), text)
     tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
-    tokens = [(re.sub(r"\s+", " ", word), start) for word, start in tokens]
+    tokens = [(word if word.isalnum() else " ".join(word.split()), at) for word, at in tokens]
     readings = []
-    for runs in (False, True):
+    named = any(word in _COLOURS or word in _PLURALS for word, _ in tokens)
+    for runs in (False, True) if named else (False,):
         reading, has_runs, skip = _Reading(), False, False
         for index, (word, start) in enumerate(tokens):
             if skip:
