@@ -292,7 +292,6 @@ def parse_leakage(text: str) -> LeakageParse:
     return LeakageParse(verdicts.pop(), explanations[0] if explanations else None)
 
 
-
 __all__ = [
     "FeedbackParse",
     "LeakCheck",

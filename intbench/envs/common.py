@@ -543,14 +543,14 @@ class FlowEnv(gym.Env):
             return zero
         from intbench.envs.transfer import TransferContext, transfer_attempt
 
-        problem = self._current_problem
-        variant = self._variants.variant(problem, self._transfer_seed)
+        problem, seed = self._current_problem, self._transfer_seed
+        variant = self._variants.variant(problem, seed)
         context = TransferContext(problem, attempt)
 
         def arm(text: str | None):
             return transfer_attempt(
                 self._cache, self.student_spec, variant, context, text,
-                self.student_sampling, self._transfer_seed, self._verifier,
+                self.student_sampling, seed, self._verifier,
             )  # fmt: skip
 
         if message:

@@ -214,9 +214,7 @@ class FeedbackEnv(FlowEnv):
         reward = yield from self._attempt(feedback, charges, transfer, undetermined)
         return self._step_result(reward, action_error, self._current_episode, "feedback")
 
-    def _attempt(
-        self, feedback: str | None, charges=None, transfer=None, undetermined=False
-    ):
+    def _attempt(self, feedback: str | None, charges=None, transfer=None, undetermined=False):
         """Flow: the student's next attempt, recorded -> the step's reward (ends the
         episode when right, on an error or at ``k_max``); ``charges``: what the
         feedback before it costs (``leaked``, ``judge_leaked``, ``messages``),

@@ -98,8 +98,7 @@ def gather(*subflows: Flow) -> Flow:
             answers = [(yield pending[order[0]])]
         else:
             # A sub-flow that gathers itself is flattened into this round's Gather.
-            parts = [pending[i].requests if isinstance(pending[i], Gather) else [pending[i]]
-                     for i in order]  # fmt: skip
+            parts = [_parts(pending[i]) for i in order]
             flat = yield Gather([request for part in parts for request in part])
             answers, start = [], 0
             for index, part in zip(order, parts, strict=True):
@@ -110,6 +109,10 @@ def gather(*subflows: Flow) -> Flow:
         for index, answer in zip(order, answers, strict=True):
             _advance(subflows, index, answer, pending, values)
     return values
+
+
+def _parts(request: Request) -> list[Request]:
+    return request.requests if isinstance(request, Gather) else [request]
 
 
 def _advance(flows, index, answer, pending, results, first=False) -> None:

@@ -264,7 +264,10 @@ class TutorEnv(FlowEnv):
             # Messages the student saw (the checker withheld the others), less those
             # whose leak check could not finish.
             "messages": float(
-                sum(bool(step.message) and not step.withheld for step in episode.steps)
+                sum(
+                    bool(step.message) and not (isinstance(step, TutorStep) and step.withheld)
+                    for step in episode.steps
+                )
                 - self._waived
             ),
             **transfer,

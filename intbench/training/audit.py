@@ -120,7 +120,7 @@ class AuditStudent:
             return "I cannot tell which problem this is."
         # A stand-in variant's question extends its source's: the longer one wins.
         _, problem = max(found, key=lambda pair: (pair[0], len(pair[1].question)))
-        helped = bool(self.message) and self.message in text
+        helped = self.message is not None and self.message != "" and self.message in text
         if problem.id in self.responses:
             right, wrong = self.responses[problem.id]
             solved = problem.id in self.alone_right or (helped and self.kind in ("tell", "honest"))
