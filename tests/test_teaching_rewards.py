@@ -692,3 +692,19 @@ def test_audit_covers_every_domain_and_protocol(env, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert sum(" tell " in line for line in out.splitlines()) >= 8
+
+
+@pytest.mark.parametrize("config", SHIPPED_TRAINING, ids=lambda p: p.name)
+def test_with_the_detector_off_every_tell_still_scores_below_waiting(config, monkeypatch):
+    """Issue 54 item 1, "flagged or not": every probe tell on every shipped training
+    config, with every message cleared by the leak detector, still loses to waiting."""
+    import intbench.envs.common as common
+    from intbench.training import load_config
+    from intbench.training.audit import audit_reward, telling_wins
+
+    monkeypatch.setattr(common, "leak_verdict", lambda problem, message: "clean")
+    scores = audit_reward(load_config(config), n=4)
+    assert not [s.teacher for s in scores if s.teacher in telling_wins(scores)]
+    for score in (s for s in scores if s.kind == "tell"):
+        judged = [v for k, v in score.per_problem.items() if k not in score.no_turn]
+        assert all(v < 0 for v in judged), score.teacher  # waiting scores 0 under teaching

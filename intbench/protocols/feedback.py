@@ -4,7 +4,7 @@ retries."""
 from __future__ import annotations
 
 from intbench.agents.base import SamplingParams
-from intbench.protocols.spec import ProtocolSpec, register_protocol
+from intbench.protocols.spec import TEACHING_COMPONENTS, ProtocolSpec, register_protocol
 
 
 def parse_reply(text: str, condition: str | None) -> dict:
@@ -47,18 +47,7 @@ SPEC = register_protocol(
         # (its domain's limit).
         teacher_sampling=SamplingParams(temperature=1.0, top_p=0.95, max_tokens=8192),
         parse_reply="intbench.protocols.feedback:parse_reply",
-        reward_components=(
-            "success",
-            "auc",
-            "leaked",
-            "leak_undetermined",
-            "judge_leaked",
-            "transfer",
-            "transfer_alone",
-            "transfer_gain",
-            "derailed",
-            "messages",
-        ),  # fmt: skip
+        reward_components=("auc", *TEACHING_COMPONENTS),
         telling_outcomes="intbench.protocols.feedback:attempts_telling_outcomes",
         summarize="intbench.metrics.summary:summarize_feedback",
         final_correct="intbench.export:attempts_final_correct",

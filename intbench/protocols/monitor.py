@@ -4,7 +4,7 @@ intervenes once or never."""
 from __future__ import annotations
 
 from intbench.agents.base import SamplingParams
-from intbench.protocols.spec import ProtocolSpec, register_protocol
+from intbench.protocols.spec import TEACHING_COMPONENTS, ProtocolSpec, register_protocol
 
 
 def parse_reply(text: str, condition: str | None) -> dict:
@@ -73,15 +73,7 @@ SPEC = register_protocol(
             "post_correct",
             "intervened",
             "helpfulness",
-            "derailed",
-            "messages",
-            "success",
-            "leaked",
-            "leak_undetermined",
-            "judge_leaked",
-            "transfer",
-            "transfer_alone",
-            "transfer_gain",
+            *TEACHING_COMPONENTS,
         ),
         telling_outcomes="intbench.protocols.monitor:telling_outcomes",
         summarize="intbench.metrics.summary:summarize_monitor",

@@ -20,6 +20,20 @@ from typing import Any
 
 from intbench.agents.base import SamplingParams
 
+TEACHING_COMPONENTS = (
+    "success",
+    "leaked",
+    "leak_undetermined",
+    "judge_leaked",
+    "transfer",
+    "transfer_alone",
+    "transfer_gain",
+    "derailed",
+    "messages",
+)
+"""The reward components every protocol's episodes report (:mod:`intbench.envs.rewards`);
+a protocol adds its own to them."""
+
 
 @dataclass(frozen=True)
 class ProtocolSpec:

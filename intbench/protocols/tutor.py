@@ -4,7 +4,7 @@ alone."""
 from __future__ import annotations
 
 from intbench.agents.base import SamplingParams
-from intbench.protocols.spec import ProtocolSpec, register_protocol
+from intbench.protocols.spec import TEACHING_COMPONENTS, ProtocolSpec, register_protocol
 
 
 def parse_reply(text: str, condition: str | None) -> str:
@@ -24,17 +24,7 @@ SPEC = register_protocol(
         # KITE (§4) states only T=0.7; the token limit (a dialogue turn) is this project's.
         teacher_sampling=SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024),
         parse_reply="intbench.protocols.tutor:parse_reply",
-        reward_components=(
-            "success",
-            "leaked",
-            "leak_undetermined",
-            "judge_leaked",
-            "transfer",
-            "transfer_alone",
-            "transfer_gain",
-            "derailed",
-            "messages",
-        ),  # fmt: skip
+        reward_components=TEACHING_COMPONENTS,
         telling_outcomes="intbench.protocols.feedback:attempts_telling_outcomes",
         summarize="intbench.metrics.summary:summarize_tutor",
         final_correct="intbench.export:attempts_final_correct",
