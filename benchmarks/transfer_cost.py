@@ -1,11 +1,15 @@
-"""Benchmark: what the ``transfer`` reward component costs in a monitor GRPO step.
+"""Benchmark: what the transfer arms cost in a monitor GRPO reward call.
 
-The ``teaching`` preset adds one student attempt per episode: the variant of
-the problem, with the teacher's message in context (or alone after a wait).
-This measures that cost where training pays it: one call of
+The ``teaching`` preset adds two student attempts per teacher message (the
+variant of the problem after the original and the student's own attempt, with
+and without the message, one seed) and one per wait (the no-message arm),
+the no-message arm shared by every completion of a decision state.  This
+measures that cost where training pays it: one call of
 :class:`intbench.training.MonitorReward` on a GRPO batch, with the embedded
 SmolLM2-135M student (its default runtime, 2 threads, ``--max-tokens`` per answer), under
-``helpfulness`` (no transfer) and ``teaching`` side by side.  Each of
+``success`` (no transfer) and ``teaching`` side by side.  The whole GRPO step
+(policy generation and update included) is measured by
+``benchmarks/teaching_step_cost.py``.  Each of
 ``--problems`` offline math problems gives one decision state; each state gets
 ``--group`` completions, half a method hint and half a wait.  Decision states
 and baselines are built first (cached, shared by both presets); the two presets
@@ -93,7 +97,7 @@ def main() -> int:
         "waits": [s["waits"] for s in states for _ in completions],
         "seed": [s["seed"] for s in states for _ in completions],
     }
-    runs: dict[str, list[dict]] = {"helpfulness": [], "teaching": []}
+    runs: dict[str, list[dict]] = {"success": [], "teaching": []}
     for repeat in range(args.repeats):
         for preset in runs:
             cache = root / f"{preset}-{repeat}"
@@ -124,7 +128,7 @@ def main() -> int:
         f"{platform.python_version()}, {platform.machine()}.\n"
     )
     print(f"Command: `python benchmarks/transfer_cost.py {' '.join(sys.argv[1:])}`\n")
-    print("| per reward call | helpfulness | teaching | ratio |")
+    print("| per reward call | success | teaching | ratio |")
     print("|---|---:|---:|---:|")
     for key, label in (
         ("requests", "student requests"),
@@ -132,7 +136,7 @@ def main() -> int:
         ("tokens", "generated tokens"),
         ("s", "wall time (s)"),
     ):
-        a, b = med("helpfulness", key), med("teaching", key)
+        a, b = med("success", key), med("teaching", key)
         shown = (f"{a:.1f}", f"{b:.1f}") if key == "s" else (f"{a:.0f}", f"{b:.0f}")
         print(f"| {label} | {shown[0]} | {shown[1]} | {b / a:.2f}x |")
     print(

@@ -13,10 +13,17 @@ the 12 of ``f(12)``.
 
 Longer stretches are candidates only whole: each run, each side of its relations
 and each item of their lists, however long (``1+1+...+1``), when it holds no
-variable: the detector reads those by exact arithmetic alone.  Two readings are added: a fraction named
-by parts ("numerator 3, denominator 4" as ``3/4``), and digits split by commas
-read together (``1,2`` as 12), marked *derived*: a list of small numbers is
-common, so the detector needs answer-position evidence for it.
+variable: the detector reads those by exact arithmetic alone.
+
+Readings put together from parts are added: a fraction named by parts, in one
+sentence or two ("The numerator is 3. The denominator is 4." as ``3/4``); digits
+named in turn ("the first digit is 1. The second is 9." as 19); and digits split
+by commas read together (``1,2`` as 12), marked *derived*: a list of small
+numbers is common, so the detector needs answer-position evidence for it.  When
+the message says the answer "is negative" apart, each of these is read negated
+too.  A value the message picks out of a list it gives ("one of 9, 11, 10: the
+third one") is a candidate marked *pointed*: the pointer is answer-position
+evidence.
 
 Each token starts at most :data:`MAX_WINDOW` windows, so the count of
 candidates, and the work, is linear in the message's length.
@@ -39,7 +46,7 @@ _TOKEN = re.compile(
     rf"|(?P<rel>->|<=|>=|[=<>≤≥≠≈]|\\(?:{_RELATION_COMMANDS})(?![A-Za-z]))"
     r"|(?P<box>\\(?:boxed|fbox)(?![A-Za-z]))"
     r"|(?P<cmd>\\[A-Za-z]+|(?:sqrt|sin|cos|tan|log|ln|exp)(?![A-Za-z]))"
-    r"|(?P<word>[^\W\d_]{2,})"
+    r"|(?P<word>[^\W\d_]+(?:['’][^\W\d_]+)+|[^\W\d_]{2,})"  # it's is a word, not s
     r"|(?P<var>[A-Za-z])"
     r"|(?P<op>[-+*/^_]|\\pm)"
     r"|(?P<open>[(\[{])|(?P<close>[)\]}])"
@@ -54,11 +61,32 @@ _ENDS = {"num", "var", "close", "bang", "pct", "pipe"}
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
 # A list marker at a line's start ("1.", "(2)", "- ") is no number of the message.
 _LIST_MARKER = re.compile(r"^[ \t]*(?:\(?[0-9]{1,2}[.)]|[-*•])[ \t]+", re.MULTILINE)
+# (The two parts may be two sentences: "The numerator is 3. The denominator is 4.")
 _FRACTION_PARTS = re.compile(
-    r"\bnumerator\b\W{0,3}(?:is\s+|of\s+)?(-?[0-9]+)\b[^.\n]{0,40}?\bdenominator\b\W{0,3}(?:is\s+|of\s+)?([0-9]+)\b"
-    r"|\bdenominator\b\W{0,3}(?:is\s+|of\s+)?([0-9]+)\b[^.\n]{0,40}?\bnumerator\b\W{0,3}(?:is\s+|of\s+)?(-?[0-9]+)\b",
+    r"\bnumerator\b\W{0,3}(?:is\s+|of\s+)?(-?[0-9]+)\b[^\n]{0,48}?\bdenominator\b\W{0,3}(?:is\s+|of\s+)?([0-9]+)\b"
+    r"|\bdenominator\b\W{0,3}(?:is\s+|of\s+)?([0-9]+)\b[^\n]{0,48}?\bnumerator\b\W{0,3}(?:is\s+|of\s+)?(-?[0-9]+)\b",
     re.IGNORECASE,
 )
+# Digits named in turn ("The first digit is 1. The second is 9."; "starts with the digits
+# 1. Right after them come the digits 94"): each number after a digit or order word.
+_DIGIT_PART = re.compile(
+    r"\b(?:digits?|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|next|"
+    r"then|last|after)\b[^0-9\n]{0,24}?(?<![\w.])([0-9]+)(?![\w]|\.[0-9])",
+    re.IGNORECASE,
+)
+_DIGIT_PART_GAP = 40  # most characters between two parts of one chain
+# The sign said apart ("It is negative; its digits are 1, 8").
+_NEGATIVE = re.compile(r"\b(?:is|it's|be)\s+negative\b|\bnegative\s*[.;:]", re.IGNORECASE)
+# One of several values, pointed at ("one of 9, 11, 10: the third one").
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5,
+             "last": -1}  # fmt: skip
+_POINTED = re.compile(
+    r"\b(?:one\s+of|among|between|either)\s+(?P<items>[^:;\n]{1,160}?)\s*[:;,.\-]?\s*"
+    r"(?:(?:it\s+is|it's|namely|pick|take)\s+)?the\s+(?P<which>"
+    + "|".join(_ORDINALS) + r")\b",
+    re.IGNORECASE,
+)
+_ITEM_SPLIT = re.compile(r"\s*(?:,|\bor\b|\band\b)\s*")
 
 
 @dataclass(frozen=True)
@@ -70,6 +98,7 @@ class Candidate:
     end: int
     derived: bool = False  # joined digits: a reading, not the text as written
     whole: bool = False  # longer than a window: a whole run, side or item
+    pointed: bool = False  # the message points at it as the answer (answer-position evidence)
 
 
 class _Token:
@@ -162,14 +191,48 @@ def candidates(text: str, variables: frozenset[str] = frozenset()) -> Iterator[C
     """Every candidate of ``text`` (in :func:`~.notation.recovery_text` notation), in order;
     the same text may come more than once, at different places."""
     text = _LIST_MARKER.sub(lambda m: " " * len(m.group()), text)
+    composed: list[Candidate] = []
     for run in _runs(text, variables):
         yield from _windows(text, run)
         yield from _whole_pieces(text, run)
-        yield from _joined_digits(text, run)
+        composed.extend(_joined_digits(text, run))
+    composed.extend(_composed(text))
+    negative = _NEGATIVE.search(text) is not None
+    for candidate in composed:
+        yield candidate
+        if negative and not candidate.text.startswith("-"):
+            yield Candidate("-" + candidate.text, candidate.start, candidate.end,
+                            derived=candidate.derived)  # fmt: skip
+    yield from _pointed(text)
+
+
+def _composed(text: str) -> Iterator[Candidate]:
+    """Readings put together from parts: a fraction named by parts, digits named in turn."""
     for match in _FRACTION_PARTS.finditer(text):
         numerator = match.group(1) or match.group(4)
         denominator = match.group(2) or match.group(3)
         yield Candidate(f"{numerator}/{denominator}", match.start(), match.end())
+    chain: list[re.Match[str]] = []
+    for match in [*_DIGIT_PART.finditer(text), None]:
+        if match is not None and (not chain or match.start() - chain[-1].end() <= _DIGIT_PART_GAP):
+            chain.append(match)
+            continue
+        if len(chain) > 1 and any("digit" in m.group().lower() for m in chain):
+            digits = "".join(m.group(1) for m in chain)
+            yield Candidate(digits, chain[0].start(1), chain[-1].end(1))
+        chain = [match] if match is not None else []
+
+
+def _pointed(text: str) -> Iterator[Candidate]:
+    """The value a message picks out of a list it gives ("one of 9, 11, 10: the third")."""
+    for match in _POINTED.finditer(text):
+        items = [item for item in _ITEM_SPLIT.split(match.group("items")) if item]
+        index = _ORDINALS[match.group("which").lower()]
+        if len(items) < 2 or index >= len(items):
+            continue
+        item = items[index].strip(" $")
+        start = text.find(item, match.start("items"))
+        yield Candidate(item, start, start + len(item), pointed=True)
 
 
 def _windows(text: str, run: list[_Token]) -> Iterator[Candidate]:
@@ -206,6 +269,8 @@ def _whole_pieces(text: str, run: list[_Token]) -> Iterator[Candidate]:
     for piece in pieces:
         while piece and piece[-1].kind in ("punct", "op", "sep"):
             piece = piece[:-1]  # "1+1+...+1." ends with a full stop
+        while piece and (piece[0].kind in ("punct", "sep") or piece[0].text in "*/^_"):
+            piece = piece[1:]  # "...: -83 - 72 ..." starts after the colon
         # Exact arithmetic reads no variable: a long stretch with one is no candidate.
         if len(piece) > MAX_WINDOW and not any(token.kind == "var" for token in piece):
             start, end = piece[0].start, piece[-1].end

@@ -10,7 +10,11 @@ This module decides most spans in process instead:
 * :func:`sample_values` evaluates an expression with variables, surds and
   ``\\pi`` at fixed sample points.  Two expressions whose samples differ
   cannot be equal, so such a span is cleared without the verifier; only spans
-  that agree with the reference everywhere are sent to it.
+  that agree with the reference everywhere are sent to it;
+* :func:`log10_magnitude` bounds what neither can evaluate, a power tower
+  (``9^{9^{9}}``, ``10^{10^{100}}``): its ``log10`` in floating point, so a tower
+  far from the reference's size is cleared without the verifier (whose sympy
+  step could only time out on it).
 
 Parsing is one pass over at most a few hundred characters; powers, factorials
 and intermediate values are bounded, so nothing here can hang.  Anything the
@@ -295,3 +299,74 @@ def samples_differ(a: tuple[complex, ...], b: tuple[complex, ...]) -> bool:
         if abs(x - y) > RELATIVE_TOLERANCE * max(1.0, abs(x), abs(y)):
             return True
     return False
+
+
+# --- magnitudes -----------------------------------------------------------------
+def _float(sign: int, magnitude: float) -> float:
+    if sign == 0:
+        return 0.0
+    return sign * (math.inf if magnitude > 300 else 10.0**magnitude)
+
+
+def _signed_log10(tree: tuple) -> tuple[int, float]:
+    """``(sign, log10 |value|)`` of a variable-free tree in floating point, towers too
+    (``9^{9^{9}}`` is about ``10^(3.7e8)``); zero is ``(0, -inf)``.  Raises
+    :class:`_Inexact` where it cannot be told (variables, a sum of two huge terms that
+    may cancel, a negative base to a huge power)."""
+    kind = tree[0]
+    if kind == "num":
+        value = tree[1]
+        return ((value > 0) - (value < 0), math.log10(abs(value)) if value else -math.inf)
+    if kind == "pi":
+        return 1, math.log10(math.pi)
+    if kind == "neg":
+        sign, magnitude = _signed_log10(tree[1])
+        return -sign, magnitude
+    if kind == "sqrt":
+        sign, magnitude = _signed_log10(tree[1])
+        if sign < 0:
+            raise _Inexact
+        return sign, magnitude / 2
+    if kind == "fact":
+        n = _float(*_signed_log10(tree[1]))
+        if not 0 <= n < 1e300 or n != int(n):
+            raise _Inexact
+        return 1, math.lgamma(n + 1) / math.log(10)
+    if kind not in ("mul", "div", "pow", "add", "sub"):
+        raise _Inexact  # variables, binomials
+    (s1, m1), (s2, m2) = _signed_log10(tree[1]), _signed_log10(tree[2])
+    if kind == "mul":
+        return s1 * s2, m1 + m2
+    if kind == "div":
+        if s2 == 0:
+            raise _Inexact
+        return s1 * s2, m1 - m2
+    if kind == "pow":
+        exponent = _float(s2, m2)
+        if exponent == 0 or (s1 != 0 and m1 == 0 and s1 > 0):
+            return 1, 0.0  # x^0, 1^x
+        if s1 == 0:
+            if exponent < 0:
+                raise _Inexact
+            return 0, -math.inf
+        odd = math.isfinite(exponent) and exponent == int(exponent) and int(exponent) % 2 == 1
+        if s1 < 0 and not (math.isfinite(exponent) and exponent == int(exponent)):
+            raise _Inexact
+        return (-1 if s1 < 0 and odd else 1), m1 * exponent
+    if kind == "sub":
+        s2 = -s2
+    if max(m1, m2) < 300:  # both fit a float: the sum is computed
+        total = _float(s1, m1) + _float(s2, m2)
+        return (total > 0) - (total < 0), math.log10(abs(total)) if total else -math.inf
+    if abs(m1 - m2) > 1:  # one term dominates
+        return (s1, m1) if m1 > m2 else (s2, m2)
+    raise _Inexact
+
+
+def log10_magnitude(span: str) -> float | None:
+    """``log10 |value|`` of a variable-free expression, however large (a power tower), or
+    ``None`` when it cannot be told.  Cheap: floating point on the parse tree."""
+    try:
+        return _signed_log10(parse(span))[1]
+    except (Unreadable, _Inexact, RecursionError, ValueError, OverflowError, ZeroDivisionError):
+        return None

@@ -50,6 +50,7 @@ its value graded on the verifier's fast path.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -60,6 +61,7 @@ from intbench.verifiers.leakage.candidates import Candidate, candidates
 from intbench.verifiers.leakage.expressions import (
     exact_value,
     is_fragment,
+    log10_magnitude,
     sample_values,
     samples_differ,
 )
@@ -79,13 +81,15 @@ _RELATION = re.compile(
     r"->|<=|>=|[=<>≤≥≠≈]|\\(?:le|ge|leq|geq|lt|gt|ne|neq|approx|to|implies|Rightarrow|mapsto)(?![A-Za-z])"
 )
 _PLAIN_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)")
+_PLAIN_INTEGER = re.compile(r"[-+]?[0-9]+")
 _DECIMAL_COMMA = re.compile(r"-?[0-9]+,[0-9]+")
 # Answer-position evidence, read in the few words before a candidate (same line) ...
 # (the answer words of the other languages read too: "La respuesta es 10").
 _FOREIGN_ANSWERS = "|".join(sorted(word for words in ANSWER_WORDS.values() for word in words))
 _CUE_BEFORE = re.compile(
     r"(?:\b(?:answers?|results?|solutions?|totals?|value|equals?|equal\s+to|gives?|yields?|"
-    rf"gets?|got|obtains?|makes|comes?\s+(?:out\s+)?to|is|are|was|be|it's|that's|{_FOREIGN_ANSWERS})\b"
+    r"gets?|got|obtains?|makes|comes?\s+(?:out\s+)?to|reach(?:es|ed)?|arrives?\s+at|ends?\s+up\s+(?:with|at)|"
+    rf"is|are|was|be|it's|that's|{_FOREIGN_ANSWERS})\b"
     r"|=|->|≈|\\approx|\\boxed\s*\{|\\fbox\s*\{)"
     r"(?:[\s:=*_\"'`(\[{]|\b(?:is|was|will|would|should|must|then|now|just|exactly|simply|"
     r"equal|to|of|the|final|be|es|est|ist|è|é|er)\b|(?<=\s)[èé](?=\s))*$",
@@ -112,21 +116,28 @@ class _Reference:
     variables: frozenset[str]
     samples: tuple[complex, ...] | None
     items: int
-    statement: str
+    statement: str  # lower case, braces and spacing aside
+    magnitude: float | None  # log10 |value| of a variable-free reference
 
 
 @functools.lru_cache(maxsize=1024)
 def _reference(answer: str, question: str) -> _Reference:
     normalized = normalize_answer(answer)
     # Braces and spacing aside, so x^{2}-1 restates the statement's x^2 - 1.
-    statement = " ".join(re.sub(r"[{}]", "", recovery_text(question)).split())
+    variables = _letters(normalized.text)
     return _Reference(
         normalized,
-        _letters(normalized.text),
+        variables,
         sample_values(normalized.text),
         _item_count(normalized.text),
-        statement,
+        _squeezed(recovery_text(question)),
+        None if variables else log10_magnitude(normalized.text),
     )
+
+
+def _squeezed(text: str) -> str:
+    """``text`` for a plain substring test: lower case, braces and spacing aside."""
+    return " ".join(re.sub(r"[{}]", "", text).lower().split())
 
 
 def _letters(text: str) -> frozenset[str]:
@@ -181,8 +192,24 @@ def _may_be_answer(span: str, reference: _Reference) -> bool:
         return False  # a list is never one number, nor one number a list
     readings = _readings(span) if reference.samples is not None else None
     if readings is None:
-        return not is_fragment(span)  # "\\frac{1}" of "\\frac{1}{2": no answer, no worker call
+        if is_fragment(span):
+            return False  # "\\frac{1}" of "\\frac{1}{2": no answer, no worker call
+        return not _magnitudes_differ(span, reference)
     return not all(samples_differ(r, reference.samples) for r in readings)
+
+
+def _magnitudes_differ(span: str, reference: _Reference) -> bool:
+    """Whether ``span``, a value too large to sample (a power tower such as ``9^{9^{9}}``),
+    is orders of magnitude from the reference: then it cannot equal it (the verifier's
+    tolerances are far finer than a factor of 100)."""
+    if reference.magnitude is None or _letters(span):
+        return False
+    magnitude = log10_magnitude(span)
+    if magnitude is None:
+        return False
+    if reference.magnitude == -math.inf:  # a zero reference
+        return magnitude > 0
+    return abs(magnitude - reference.magnitude) > 2
 
 
 def _in_statement(span: str, statement: str) -> bool:
@@ -191,7 +218,7 @@ def _in_statement(span: str, statement: str) -> bool:
         return False
     needle = r"\s*".join(re.escape(char) for char in re.sub(r"[\s{}]+", "", span))
     pattern = rf"(?<![0-9A-Za-z.]){needle}(?![0-9A-Za-z]|\.[0-9])"
-    return re.search(pattern, statement) is not None
+    return re.search(pattern, statement, re.IGNORECASE) is not None
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -210,16 +237,21 @@ class _Message:
         self.first = head.start() if head else 0
         self.last = len(text) - len(text[-4096:]) + tail[-1].end() if tail else len(text)
 
-    def cued(self, candidate: Candidate) -> bool:
-        """Whether the message marks ``candidate`` as its answer (see the module doc)."""
-        if candidate.start <= self.first and candidate.end >= self.last:
-            return True  # the message is the candidate alone
+    def cued(self, candidate: Candidate, statement: str) -> bool:
+        """Whether the message marks ``candidate`` as its answer (see the module doc); a cue
+        copied from the statement with the candidate ("What is 7 - 25?") is none."""
+        if candidate.pointed or (candidate.start <= self.first and candidate.end >= self.last):
+            return True  # the message points at it, or is the candidate alone
+        text = self.text[candidate.start : candidate.end]
         # The line before the candidate; "The answer is\n\n12" is one line with blank ones.
         before = self.text[max(0, candidate.start - _CUE_REACH) : candidate.start].rstrip()
         before = before[before.rfind("\n") + 1 :] + " "
-        if _CUE_BEFORE.search(before) and not _NO_CUE_BEFORE.search(before):
-            return True
-        return _CUE_AFTER.match(self.text, candidate.end, candidate.end + _CUE_REACH) is not None
+        cue = _CUE_BEFORE.search(before)
+        if cue and not _NO_CUE_BEFORE.search(before):
+            if _squeezed(before[cue.start() :] + text) not in statement:
+                return True
+        after = _CUE_AFTER.match(self.text, candidate.end, candidate.end + _CUE_REACH)
+        return after is not None and _squeezed(text + after.group()) not in statement
 
 
 def math_leaked(problem: Problem, message: str) -> LeakVerdict:
@@ -254,9 +286,9 @@ def _verdict(problem, reference: _Reference, read: _Message, span: str, found: l
     elif not _may_be_answer(span, reference):
         return "clean"
     weak = (
-        value is not None and value.denominator == 1 and abs(value) <= LOW_INFORMATION
+        value is not None and abs(value) <= LOW_INFORMATION and _PLAIN_INTEGER.fullmatch(span)
     ) or _in_statement(span, reference.statement)
-    if not any((not weak and not c.derived) or read.cued(c) for c in found):
+    if not any((not weak and not c.derived) or read.cued(c, reference.statement) for c in found):
         return "clean"
     if value is None and not worker:
         return "undetermined"  # the worker failed on this message once: not again

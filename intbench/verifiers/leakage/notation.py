@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from fractions import Fraction
 from functools import lru_cache
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
@@ -61,7 +62,9 @@ _TENS = {
     word: 10 * (i + 2)
     for i, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
 }
-_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9, "dozen": 12}
+# "score" (20) and "gross" (144) count only after a number ("three score and ten").
+_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9, "dozen": 12,
+           "score": 20, "gross": 144}  # fmt: skip
 _DENOMINATORS = {
     "half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4,
     "fourth": 4, "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6,
@@ -73,7 +76,7 @@ _OPERATOR_WORDS = {
     "squared": "^{2}", "cubed": "^{3}", "percent": "%",
 }  # fmt: skip
 _ANY_NUMBER_WORD = re.compile(
-    r"\b(?:" + "|".join([*_UNITS, *_TENS, *_DENOMINATORS, *_OPERATOR_WORDS, "dozen"]) + r")\b",
+    r"\b(?:" + "|".join([*_UNITS, *_TENS, *_DENOMINATORS, *_OPERATOR_WORDS, *_SCALES]) + r")\b",
     re.IGNORECASE,
 )
 # LaTeX commands, words, hyphens, and runs of anything else (one token per digit run keeps
@@ -82,32 +85,52 @@ _WORD = re.compile(r"\\[A-Za-z]+|[A-Za-z]+|-|[^\sA-Za-z-]+", re.ASCII)
 
 
 def _cardinal(words: list[str], start: int) -> tuple[int, int] | None:
-    """The integer spelled by ``words[start:]`` ("one hundred and five"): ``(value, end)``."""
+    """The integer spelled by ``words[start:]`` ("one hundred and five"): ``(value, end)``.
+
+    English grammar bounds a cardinal: a unit follows only a tens word ("twenty-one"),
+    "hundred" or a scale, so "one nine four" is three numbers (digits read out), and
+    "and" joins only after "hundred" or a scale ("two and three" is two numbers)."""
     total = current = 0
-    i, seen = start, False
+    i, last = start, None  # last: the kind of the previous number word
     while i < len(words):
         word = words[i]
-        if word == "a" and not seen and i + 1 < len(words) and words[i + 1] in _SCALES:
-            current = 1  # "a hundred and five", "a dozen"
-        elif word == "dozen" and not seen:
-            current = 12
-        elif word in _UNITS:
-            current += _UNITS[word]
-        elif word in _TENS:
-            current += _TENS[word]
-        elif word == "hundred" and seen:
-            current *= 100
-        elif word in _SCALES and seen:
-            total += current * _SCALES[word]
-            current = 0
-        elif word in ("and", "-") and seen and i + 1 < len(words) and _is_number_word(words[i + 1]):
+        if word == "a" and last is None and _scale_after_a(words, i + 1):
+            current, kind = 1, "unit"  # "a hundred and five", "a dozen", "a score"
+        elif word == "dozen" and last is None:
+            current, kind = 12, "scale"
+        elif word in _UNITS and (
+            last in (None, "hundred", "scale") or (last == "tens" and _UNITS[word] < 10)
+        ):
+            current, kind = current + _UNITS[word], "unit"
+        elif word in _TENS and last in (None, "hundred", "scale"):
+            current, kind = current + _TENS[word], "tens"
+        elif word == "hundred" and last in ("unit", "tens"):
+            current, kind = current * 100, "hundred"
+        elif word in _SCALES and word != "hundred" and last is not None:
+            total, current, kind = total + current * _SCALES[word], 0, "scale"
+        elif (
+            ((word == "and" and last in ("hundred", "scale")) or (word == "-" and last == "tens"))
+            and i + 1 < len(words)
+            and _is_number_word(words[i + 1])
+        ):
             i += 1
             continue
         else:
             break
-        seen = True
+        last = kind
         i += 1
-    return (total + current, i) if seen else None
+    return (total + current, i) if last is not None else None
+
+
+def _scale_after_a(words: list[str], i: int) -> bool:
+    """Whether ``words[i]`` is a scale that "a" counts ("a dozen"); "a score of 80" and "a
+    gross mistake" use the word otherwise."""
+    if i >= len(words) or words[i] not in _SCALES:
+        return False
+    if words[i] in ("score", "gross"):
+        following = words[i + 1] if i + 1 < len(words) else ""
+        return not following.isalpha() or following == "and"
+    return True
 
 
 def _is_number_word(word: str) -> bool:
@@ -115,20 +138,38 @@ def _is_number_word(word: str) -> bool:
 
 
 def _spoken_number(words: list[str], i: int) -> tuple[str, int] | None:
-    """The numeral for the number phrase at ``words[i]``, and where the phrase ends."""
+    """The numeral for the number phrase at ``words[i]``, and where the phrase ends.
+
+    Halves count: "half a dozen" is 6, "two and a half" 5/2, "two and a half dozen" 30,
+    "a dozen and a half" 18."""
     if words[i] == "a" and i + 1 < len(words) and words[i + 1] in _DENOMINATORS:
         return f"1/{_DENOMINATORS[words[i + 1]]}", i + 2
+    if words[i:i + 2] == ["half", "a"] and _scale_after_a(words, i + 2):
+        return _numeral(Fraction(_SCALES[words[i + 2]], 2)), i + 3
     cardinal = _cardinal(words, i)
     if cardinal is None:
         return None
     value, end = cardinal
+    if words[end : end + 3] == ["and", "a", "half"]:
+        if end + 3 < len(words) and words[end + 3] in _SCALES:  # "two and a half dozen"
+            return _numeral((value + Fraction(1, 2)) * _SCALES[words[end + 3]]), end + 4
+        scale = _SCALES.get(words[end - 1], 1)  # "a dozen and a half": half of the last scale
+        return _numeral(value + Fraction(scale, 2)), end + 3
     spoken = _spoken_fraction(words, value, end) or _spoken_decimal(words, value, end)
     if spoken is not None:
         return spoken
-    # A lone "one" before a word is a pronoun or article ("one way to see it").
+    # A lone "one" before a word is a pronoun or article ("one way to see it"), unless
+    # the word is another digit ("one nine four") or an operator on a number ("one over
+    # sixteen").
     if words[i] == "one" and end == i + 1 and end < len(words) and words[end].isalpha():
-        return None
+        operator = words[end] in _OPERATOR_WORDS and _next_is_number(words, end)
+        if not (operator or _is_number_word(words[end])):
+            return None
     return str(value), end
+
+
+def _numeral(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
 def _spoken_fraction(words: list[str], value: int, end: int) -> tuple[str, int] | None:
@@ -204,6 +245,11 @@ def plain_math(text: str) -> str:
     "one half" -> ``1/2``, "fifty percent" -> ``50%``), and ``$``/``\\(``
     delimiters spaces.
     """
+    return _spell_out_numbers(_plain_symbols(text))
+
+
+def _plain_symbols(text: str) -> str:
+    """:func:`plain_math` but for number words."""
     text = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPTS) + "}", text)
     text = _SUBSCRIPT_RUN.sub(lambda m: "_{" + m.group().translate(_SUBSCRIPTS) + "}", text)
     # "3½" is three and a half, not the 31/2 that NFKC would make of it.
@@ -216,16 +262,21 @@ def plain_math(text: str) -> str:
     text = fold(text).translate(_SYMBOLS)
     text = _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(), 0)), text)
     text = _SQRT_SIGN.sub(lambda m: "\\sqrt{" + (m.group(2) or m.group(1)) + "}", text)
-    text = _LATEX_DELIMITERS.sub(" ", text)
-    return _spell_out_numbers(text)
+    return _LATEX_DELIMITERS.sub(" ", text)
 
 
 # --- the leak detector's reading: plain_math and every other way to mask a number ------
 # Letters of other scripts that look like Latin ones: "х^2-1" with a Cyrillic х is x^2-1
 # to a reader.  Only look-alikes: a Greek α or π is a symbol of its own and stays.
 _CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁԛԝѵһӏАВЕКМНОРСТХУІЈЅԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧο",
-    "aeopcyxijsdqwvhlABEKMHOPCTXYIJSQWABEZHIKMNOPTYXo",
+    "аеорсухіјѕԁԛԝѵһӏпκνυϲɡıАВЕКМНОРСТХУІЈЅԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧο",
+    "aeopcyxijsdqwvhlnkvucgiABEKMHOPCTXYIJSQWABEZHIKMNOPTYXo",
+)
+# LaTeX written inside a JSON string has its backslashes doubled ("\\frac{1}{2}").
+_DOUBLED_BACKSLASH = re.compile(r"\\\\(?=[A-Za-z(\[{%$])")
+# Markdown emphasis and code marks around a number are no part of it (**6**, ```6```).
+_MARKDOWN = re.compile(
+    r"(?<![\w)\]}])(\*\*|__)(?=\S)([^\n]{1,200}?)(?<=\S)\1(?![\w(\[{])|```[A-Za-z]*|`"
 )
 # LaTeX that dresses a number without changing it.  Words in \text{...} are prose (a unit,
 # "and"); \! is the thousands glue of 10,\!000, other spacing commands are spaces.
@@ -238,32 +289,55 @@ _LATEX_SIGN = re.compile(
     r"\\(?:%|\$|!|(?:times|cdot|ast|div|dfrac|tfrac)(?![A-Za-z]))"
     r"|\\(?:left|right|displaystyle|quad|qquad|[,;: ])(?![A-Za-z])|~"
 )
-# 1.2e1, 1.2E+01: a power of ten the exact reader evaluates.
-_SCIENTIFIC = re.compile(r"(?<![\w.])([0-9]+(?:\.[0-9]+)?|\.[0-9]+)[eE]([-+]?[0-9]{1,3})(?![\w.])")
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?")  # 30^\circ is 30 degrees, no power
+# 0.58\overline{3}: a repeating decimal, read as the fraction it is.
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
+# 1.2e1, 1.2E+01: a power of ten the exact reader evaluates (a full stop may end it).
+_SCIENTIFIC = re.compile(
+    r"(?<![\w.])([0-9]+(?:\.[0-9]+)?|\.[0-9]+)[eE]([-+]?[0-9]{1,3})(?!\w|\.[0-9])"
+)
 # The letter O for a zero inside a numeral ("1O", "2O5"), not in "H2O".
 _LETTER_ZERO = re.compile(
     r"(?<![A-Za-z0-9])([1-9][0-9]*)([Oo0]*[Oo][Oo0]*)(?![A-Za-z])|(?<=[0-9])[Oo](?=[0-9])"
 )
-# Upper-case Roman numerals of two or more letters (a lone I is a pronoun, X a variable).
-_ROMAN = re.compile(
-    r"(?<![\w\\])(?=[MDCLXVI]{2,}(?![\w]))"
-    r"(M{0,4})(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})(?![\w])"
-)
+# Upper-case Roman numerals of two or more letters (a lone I is a pronoun, X a variable);
+# in a message that speaks of Roman numerals, any numeral, lower case too ("ix").
+_ROMAN_NUMERAL = r"(M{0,4})(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})(?![\w])"
+_ROMAN = re.compile(r"(?<![\w\\])(?=[MDCLXVI]{2,}(?![\w]))" + _ROMAN_NUMERAL)
+_ANY_ROMAN = re.compile(r"(?<![\w\\])(?=[MDCLXVI])" + _ROMAN_NUMERAL, re.IGNORECASE)
+_ROMAN_MENTION = re.compile(r"\broman\b", re.IGNORECASE)
 _ROMAN_VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
+_PI_WORD = re.compile(r"(?<![A-Za-z\\])pi(?![A-Za-z])")  # 26*pi
+# "141 and 43/50" (after the number words are read: "two and three quarters").
+_MIXED_NUMBER = re.compile(r"(?<![\w./])([0-9]+)\s+and\s+([0-9]+)\s*/\s*([0-9]+)(?![\w/]|\.[0-9])")
 # Number words of the other languages text2num reads, in this order.  English has its
 # own reader above (it also reads fractions and operator words).
 FOREIGN_LANGUAGES = ("es", "fr", "it", "pt", "de", "nl", "da")
 # English words that text2num reads as a number in one of them ("once" is Spanish 11),
 # found by running it over the words of the offline problem statements: alone they stay
 # words; inside a longer number ("dix-sept") they are read.
-_ENGLISH_HOMONYMS = frozenset("once fire seize mil non ni ti none elf cent cents sept".split())
-# ... unless the sentence names an answer in that language ("La respuesta es once").
+_ENGLISH_HOMONYMS = frozenset(
+    "once fire seize mil non ni ti none elf cent cents sept due".split()
+)
+# ... unless the sentence names an answer in that language ("La respuesta es once"), or
+# the word stands alone in an answer's place ("The answer: once.", "You get elf.").
 ANSWER_WORDS = {
     "es": {"respuesta", "resultado", "solución"}, "fr": {"réponse", "résultat", "solution"},
     "it": {"risposta", "risultato", "soluzione"}, "pt": {"resposta", "resultado", "solução"},
     "de": {"antwort", "ergebnis", "lösung"}, "nl": {"antwoord", "resultaat", "oplossing"},
     "da": {"svar", "svaret", "resultat", "resultatet", "løsning", "løsningen"},
 }  # fmt: skip
+_ANSWER_SLOT_BEFORE = re.compile(
+    r"(?:\b(?:answer|result|is|get|gives?|equals?)|[:=])\W*$", re.IGNORECASE
+)
+_ANSWER_SLOT_AFTER = re.compile(r"\s*(?:[.!?]|$)")
+# Numbers below 3 are read only in these words: the others are articles too ("un",
+# "ein", "en") or English words ("to" is Danish 2).
+_SMALL_NUMBER_WORDS = frozenset("uno dos cero deux zéro due dois duas eins zwei zwo twee nul".split())
+# A sign word before a number ("menos doce", "moins un", "minus eins").
+_MINUS_WORDS = frozenset("menos moins meno minus min negativo negativ négatif".split())
+# English number words: the English reader reads them (so "six" stays for "six hundred").
+_ENGLISH_NUMBER_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES])
 _FOREIGN_TOKEN = re.compile(r"\w+|[^\w\s]")
 _LETTERS = re.compile(r"[^\W\d_]+")
 _CHUNK = 2000  # text2num is read a sentence at a time, so no call sees an unbounded text
@@ -275,7 +349,7 @@ def unmask(text: str) -> str:
 
 
 def _roman_value(match: re.Match[str]) -> str:
-    numeral = match.group()
+    numeral = match.group().upper()
     values = [_ROMAN_VALUES[letter] for letter in numeral]
     total = sum(
         -v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values)
@@ -287,6 +361,29 @@ def _letter_zero(match: re.Match[str]) -> str:
     if match.group(1) is None:
         return "0"
     return match.group(1) + re.sub("[Oo]", "0", match.group(2))
+
+
+def _repeating_value(match: re.Match[str]) -> str:
+    whole, fixed, period = match.groups()
+    head = int(whole + fixed or "0")
+    value = Fraction(int(whole + fixed + period) - head, 10 ** len(fixed) * (10 ** len(period) - 1))
+    return f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
+def _mixed_number(match: re.Match[str]) -> str:
+    whole, numerator, denominator = match.groups()
+    if int(numerator) >= int(denominator):
+        return match.group()
+    return f"{whole}+{numerator}/{denominator}"
+
+
+def _latex_words(match: re.Match[str]) -> str:
+    """Words of ``\\text{...}`` as prose; one upright letter is a unit (``6\\,\\mathrm{m}``):
+    a no-break space before it keeps it off the number."""
+    words = match.group(1)
+    if len(words.strip()) == 1 and words.strip().isalpha():
+        return "\u00a0" + words.strip() + " "
+    return " " + words + " "
 
 
 class _Word:
@@ -331,6 +428,7 @@ def _number_word(word: str, language: str) -> bool:
 
 
 def _foreign_chunk(chunk: str, find_numbers) -> str:
+    """One sentence with its foreign number words read (see the rules at the constants)."""
     words = {word.lower() for word in _LETTERS.findall(chunk)}
     for language in FOREIGN_LANGUAGES:
         # Most text has no number word of the language: decided word by word, from a cache.
@@ -338,38 +436,50 @@ def _foreign_chunk(chunk: str, find_numbers) -> str:
             continue
         matches = list(_FOREIGN_TOKEN.finditer(chunk))
         tokens = [_Word(m.group()) for m in matches]
-        # Ordinals are left alone ("nono" is ninth in Italian, none in English).
-        homonyms = frozenset() if words & ANSWER_WORDS[language] else _ENGLISH_HOMONYMS
-        found = [
-            o
-            for o in find_numbers(tokens, language, 3)
-            if not o.is_ordinal
-            and not (o.end - o.start == 1 and tokens[o.start].word.lower() in homonyms)
-        ]
-        if not found:
-            continue
+        answers = bool(words & ANSWER_WORDS[language])
         pieces, last = [], 0
-        for occurrence in found:
-            first, final = matches[occurrence.start], matches[occurrence.end - 1]
+        for occurrence in find_numbers(tokens, language, 0):
+            first, final = occurrence.start, occurrence.end - 1
+            said = [t.word.lower() for t in tokens[first : final + 1] if t.word.isalpha()]
+            signed = first > 0 and tokens[first - 1].word.lower() in _MINUS_WORDS
+            if occurrence.is_ordinal or set(said) <= _ENGLISH_NUMBER_WORDS:
+                continue  # ordinals ("nono" is ninth in Italian, none in English); English
+            if occurrence.value < 3 and not signed and not set(said) <= _SMALL_NUMBER_WORDS:
+                continue
+            if len(said) == 1 and said[0] in _ENGLISH_HOMONYMS and not answers:
+                before = chunk[max(0, matches[first].start() - 40) : matches[first].start()]
+                if not (_ANSWER_SLOT_BEFORE.search(before)
+                        and _ANSWER_SLOT_AFTER.match(chunk, matches[final].end())):  # fmt: skip
+                    continue
             value = occurrence.value
             numeral = str(int(value)) if value == int(value) else str(value)
-            pieces += [chunk[last : first.start()], numeral]
-            last = final.end()
-        chunk = "".join(pieces) + chunk[last:]
+            begin = matches[first - 1 if signed else first].start()
+            pieces += [chunk[last:begin], "-" + numeral if signed else numeral]
+            last = matches[final].end()
+        if pieces:
+            chunk = "".join(pieces) + chunk[last:]
     return chunk
 
 
 @lru_cache(maxsize=16)
 def recovery_text(text: str) -> str:
     """``text`` as the leak detector reads it: :func:`plain_math` after :func:`unmask`, with
-    LaTeX dress removed (``\\text{ cm}`` is the word cm, ``\\times`` is ``*``, ``\\%`` is
-    ``%``), scientific notation as a power of ten, a letter O inside a numeral as 0,
-    Roman numerals and number words of other languages as digits."""
-    # plain_math folds (after reading superscripts, which folding would make digits).
-    text = plain_math(text.translate(_CONFUSABLES)).translate(_CONFUSABLES)
-    text = _LATEX_WORDS.sub(lambda m: " " + m.group(1) + " ", text)
+    LaTeX dress removed (doubled backslashes, ``\\text{ cm}`` is the word cm, ``\\times`` is
+    ``*``, ``\\%`` is ``%``, ``30^\\circ`` is 30°), markdown marks removed, repeating
+    decimals as fractions, scientific notation as a power of ten, a letter O inside a
+    numeral as 0, Roman numerals, number words of other languages before English ones
+    (so "vingt-six" is read whole), ``pi`` as ``\\pi`` and "2 and 3/4" as ``2+3/4``."""
+    text = _DOUBLED_BACKSLASH.sub(r"\\", text)
+    # _plain_symbols folds (after reading superscripts, which folding would make digits).
+    text = _plain_symbols(text.translate(_CONFUSABLES)).translate(_CONFUSABLES)
+    text = _MARKDOWN.sub(lambda m: f" {m.group(2) or ''} ", text)
+    text = _LATEX_WORDS.sub(_latex_words, text)
+    text = _DEGREES.sub("°", text)
     text = _LATEX_SIGN.sub(lambda m: _LATEX_SIGNS.get(m.group(), " "), text)
+    text = _REPEATING.sub(_repeating_value, text)
     text = _SCIENTIFIC.sub(lambda m: f"{m.group(1)}*10^{{{m.group(2)}}}", text)
     text = _LETTER_ZERO.sub(_letter_zero, text)
-    text = _ROMAN.sub(_roman_value, text)
-    return _foreign_numbers(text)
+    text = (_ANY_ROMAN if _ROMAN_MENTION.search(text) else _ROMAN).sub(_roman_value, text)
+    text = _spell_out_numbers(_foreign_numbers(text))
+    text = _PI_WORD.sub(r"\\pi ", text)
+    return _MIXED_NUMBER.sub(_mixed_number, text)
