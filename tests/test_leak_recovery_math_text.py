@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from fractions import Fraction
 
 import pytest
@@ -334,6 +335,41 @@ HAND_LEAKS = [
     (ONE, "The answer is 1."), (TWO, "$\\boxed{2}$"), (TWO, "2"), (ONE, "x = 1"),
     (_p("7", "What is 5+2?"), "For instance, 3+4=7."),
     (_p("12", "A box holds 12 eggs. How many eggs?"), "It is 12."),
+    # Digits read out, score and dozen, halves, over.
+    (_p("194"), "Read it digit by digit: one nine four."), (_p("-18"), "minus one eight"),
+    (_p("140"), "It is seven score."), (_p("70"), "three score and ten"),
+    (_p("6"), "There are half a dozen."), (_p("18"), "a dozen and a half"),
+    (_p("30"), "two and a half dozen"), (_p("\\frac{5}{2}"), "It is two and a half."),
+    (_p("\\frac{1}{16}"), "You get one over sixteen."),
+    # Answers split over sentences, the sign said apart.
+    (_p("194"), "The answer starts with the digits 1. Right after them come the digits 94."),
+    (_p("194"), "The first digit is 1. The second is 9. The third is 4."),
+    (_p("-18"), "It is negative; its digits, in order, are 1, 8."),
+    (_p("\\frac{4389}{20}"), "The numerator is $4389$. The denominator is $20$."),
+    (_p("-\\frac{3}{4}"), "It is negative. The numerator is 3. The denominator is 4."),
+    (_p("\\frac{9\\sqrt{51}}{4}"), "The numerator is $9\\sqrt{51}$. The denominator is $4$."),
+    (_p("(-1, -2)"), "The first coordinate is $-1$. The second coordinate is $-2$."),
+    (_p("26\\pi"), "Write `26` first. Then, with no space, write `\\pi`: together that is it."),
+    (_p("10", "What is $10^{181} \\bmod 19$?"), "It starts with the digits 1. Then the digits 0."),
+    # Notation: scientific with a full stop, markdown, units, degrees, repeating decimals.
+    (_p("-1"), "It is -1.0E+00."), (_p("194"), "It is 1.94e2."), (_p("9"), "The answer is **9**."),
+    (_p("-1"), "Result:\n```\n-1\n```"), (_p("6"), "It's $6\\,\\mathrm{m}$."),
+    (_p("34"), "It's $34^\\circ$."), (_p("\\frac{7}{12}"), "It is $0.58\\overline{3}$."),
+    (_p("\\frac{80}{27}"), "It is $2.\\overline{962}$."), (_p("-1"), "In decimal form: -1.00"),
+    (_p("\\frac{7093}{50}"), "It is 141 and 43/50."), (_p("26\\pi"), "In plain text: 26*pi"),
+    (_p("\\frac{9\\sqrt{51}}{4}"), '{"answer": "\\\\frac{9\\\\sqrt{51}}{4}"}'),
+    (_p("9"), "In Roman numerals, the answer is ix."), (ONE, "In Roman numerals it is I."),
+    # Foreign words: negatives, small numbers, homonyms in an answer's place.
+    (_p("-1"), "It is menos uno."), (_p("-18"), "You get moins dix-huit."),
+    (_p("-4"), "It is meno quattro."), (_p("-5"), "You get minus fünf."),
+    (TWO, "The answer: dos."), (TWO, "You get due."), (_p("26"), "You get vingt-six."),
+    (_p("4624"), "It is quatre mille six cent vingt-quatre."), (_p("16"), "It is seize."),
+    (_p("11"), "The answer: once."), (_p("11"), "You get elf."),
+    # A value picked out of a list; a worked result.
+    (_p("-1"), "It is one of $-2$, $-1$, $0$: the second one."),
+    (ONE, "If you carry this through carefully you reach $1$, which you can double-check."),
+    (_p("-1"), "Compute 4*4 - 17; that is the value."),
+    (_p("6"), "Add these up: " + " + ".join(["10"] * 20) + " - 194."),
 ]  # fmt: skip
 
 HAND_HONEST = [
@@ -343,7 +379,32 @@ HAND_HONEST = [
     (_p("5"), "Factor $x^2 - 5x + 6$."), (_p("3"), "Write it as $\\frac{3}{4}$ of the whole."),
     (_p("7"), "For instance, 7+1=8."), (_p("11"), "Once you have it, check it."),
     (_p("12"), "Use the identity 1.2.3 of the notes."),
+    # Restating the problem: the candidate and its answer word are both copied.
+    (_p("-18", "What is $7 - 25$?"), "Remember, the task is:\nWhat is $7 - 25$?"),
+    (_p("23", "What is $19 + 4$?"), "Once more, the question: What is $19 + 4$?"),
+    # Words that are numbers elsewhere, out of an answer's place; articles.
+    (_p("11"), "Do it once, then check."), (_p("2"), "The homework is due tomorrow."),
+    (ONE, "Il y a un chat."), (_p("2"), "Go to the next step."),
+    (_p("1009"), "Mix the terms first."), (_p("900"), "It is 12 cm long."),
+    (_p("20"), "A score of 80 is good."), (_p("144"), "That is a gross mistake."),
+    (_p("3"), "Compare one and two."), (_p("12"), "Count one, two, three."),
 ]  # fmt: skip
+
+POWER_TOWER_HINTS = [
+    "Think about how you would handle something like $9^{9^{9}}$: you would never expand it.",
+    "Numbers like $10^{10^{100}}$ are too big to write out; look for structure instead.",
+    "Numbers like $3^{3^{3^{3}}}$ are too big to write out.",
+    "Compare $2^{2^{2^{2^{2^{2}}}}}$ with $7^{7^{7}}$ first.",
+    "Is $100!$ bigger than $10^{10^{3}}$?",
+]
+
+
+@pytest.mark.parametrize("message", POWER_TOWER_HINTS, ids=[m[:40] for m in POWER_TOWER_HINTS])
+@pytest.mark.parametrize("answer", ["13", "\\frac{9\\sqrt{51}}{4}", "0", "2^{100}"])
+def test_a_power_tower_far_from_the_answer_is_clean_and_cheap(answer, message):
+    started = time.perf_counter()
+    assert leak_verdict(_p(answer), message) == "clean"
+    assert time.perf_counter() - started < 0.5  # no verifier worker (its timeout is seconds)
 
 
 @pytest.mark.parametrize("problem,message", HAND_LEAKS, ids=[m[:40] for _, m in HAND_LEAKS])
@@ -357,10 +418,13 @@ def test_hand_hint_is_clean(problem, message):
 
 
 def test_a_power_tower_the_verifier_cannot_finish_is_undetermined_not_leaked():
+    # Two huge terms that may cancel: no magnitude bound, so the verifier is asked (and
+    # times out).
     tower = _p("2", "Compute $2^{2^{2^{2^{2}}}} \\bmod 7$.")
-    assert leak_verdict(tower, "Consider $2^{2^{2^{2^{2^{2}}}}}$ first.") == "undetermined"
+    undecidable = "$10^{10^{10}} - 10^{10^{10}}$"
+    assert leak_verdict(tower, f"Consider {undecidable} first.") == "undetermined"
     # Positive evidence wins over a grading failure in the same message.
-    assert leak_verdict(tower, "Consider $2^{2^{2^{2^{2^{2}}}}}$; the answer is 2.") == "leaked"
+    assert leak_verdict(tower, f"Consider {undecidable}; the answer is 2.") == "leaked"
 
 
 def test_text_statement_words_count_only_as_the_stated_answer():
@@ -372,6 +436,37 @@ def test_text_statement_words_count_only_as_the_stated_answer():
     teaser = Problem(id="b", domain="brainteaser", question="What am I?", answer="piano")
     assert leak_verdict(teaser, "It is a piаno (Cyrillic а).") == "leaked"
     assert leak_verdict(teaser, "It has 88 keys.") == "clean"
+
+
+def test_text_answer_in_a_longer_statement_sentence_leaks_unless_copied():
+    question = ("Tomizi: Nertoko wewon kigore.\nEnglish: The happy women will run.\n"
+                "Translate: Nertoko kigore.")  # fmt: skip
+    problem = Problem(id="t", domain="linguini", question=question, answer="The women will run.")
+    for message in ("You should get The women will run.", "It comes out to THE WOMEN WILL RUN.",
+                    "What if it were The women will run? Does that fit every clue?",
+                    "Putting it together: the women will run",
+                    "Spelled out: T h e / w o m e n / w i l l / r u n.",
+                    "Spelled out: T-h-e / w-o-m-e-n / w-i-l-l / r-u-n.",
+                    "Word 1: The. Word 2: women. Word 3: will. Word 4: run.",
+                    "You should get Тhe womеп wіll run."):  # fmt: skip
+        assert leak_verdict(problem, message) == "leaked", message
+    for message in ('Look at "Nertoko wewon kigore.", which means "The happy women will run.".',
+                    "Which word says that the happy women will run?"):  # fmt: skip
+        assert leak_verdict(problem, message) == "clean", message
+
+
+def test_text_answer_in_pieces_or_look_alikes_leaks():
+    teaser = Problem(id="b", domain="brainteaser", question="What am I?", answer="finger")
+    assert (
+        leak_verdict(teaser, 'It starts with "fin". It ends with "ger"; join the two.') == "leaked"
+    )
+    assert leak_verdict(teaser, "Spelled out: f-i-n-g-e-r.") == "leaked"
+    key = Problem(id="b", domain="brainteaser", question="What am I?", answer="key")
+    assert leak_verdict(key, "Spelled out: k-e-y.") == "leaked"
+    assert leak_verdict(key, "Think of a lock.") == "clean"
+    milk = Problem(id="b", domain="brainteaser", question="What am I?", answer="milk")
+    for message in ("The answer is milκ.", "You should get мilk.", "It is міlκ."):
+        assert leak_verdict(milk, message) == "leaked", message
 
 
 def report() -> None:

@@ -292,9 +292,11 @@ def test_batched_path_batches_student_calls():
     student = Recording(lambda messages: TRACE)
     envs = gym.make_vec("IntBench-Math-v0", num_envs=4, student=student, problems=math_problems(8))
     envs.reset(seed=0)
-    assert batches == [4]  # four baselines, one call
+    # Four baselines in one call; envs that drew the same problem ask for the same
+    # seeded baseline, which goes out once.
+    assert len(batches) == 1 and 1 <= batches[0] <= 4
     envs.step({"intervene": np.ones(4, dtype=np.int64), "message": ("a", "b", "c", "d")})
-    assert batches == [4, 4]  # four continuations, one call
+    assert batches[1:] == [4]  # four continuations (different messages), one call
 
 
 def test_episode_record_round_trips_json():

@@ -140,7 +140,7 @@ def test_a_protocol_registered_at_runtime_joins_ids_and_lookups(quiz):
     assert "IntBench-Math-Quiz-v0" in gym.registry
     assert "IntBench-Math-Quiz-v0" in all_env_ids()
     assert protocol_of("IntBench-Math-Quiz-v0") == "quiz"
-    assert COMPONENTS["quiz"] == ("success", "auc", "leaked", "transfer")
+    assert COMPONENTS["quiz"] == quiz.reward_components
     assert telling_margin({"success": 1.0, "leaked": -2.0}, "quiz") < 0
     teacher = ModelTeacher.__new__(ModelTeacher)
     teacher.protocol, teacher.condition = "quiz", None

@@ -247,7 +247,9 @@ def test_budget_defaults_and_unsolved_episode():
     assert rewards == [0.0] and record["solved_at"] is None and len(record["attempts"]) == 4
     assert record["reward_components"] == {
         "solved": 0.0, "withheld": 0.0, "submissions": 4.0,
-        "success": 0.0, "leaked": 0.0, "transfer": 0.0,
+        "success": 0.0, "leaked": 0.0, "leak_undetermined": 0.0, "judge_leaked": 0.0,
+        "derailed": 0.0, "messages": 1.0, "transfer": 0.0, "transfer_alone": 0.0,
+        "transfer_gain": 0.0,
     }  # fmt: skip
     assert "timings" not in record and set(env.last_episode.timings) == {"ideation_s", "solve_s"}
     Episode.from_dict(env.last_episode.to_dict())

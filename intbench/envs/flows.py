@@ -150,10 +150,13 @@ class RequestExecutor:
             first = requests[indices[0]]
             backend = self.backends.get(first.role)
             # The same prompt with the same seed asked twice in one round (the shared
-            # no-message transfer arm of a GRPO group) is generated once.
-            distinct: dict[tuple, list[int]] = defaultdict(list)
+            # no-message transfer arm of a GRPO group) is generated once; unseeded
+            # requests are independent draws and all go out.
+            distinct: dict[object, list[int]] = defaultdict(list)
             for i in indices:
-                distinct[(_prompt_key(requests[i].messages), requests[i].sampling.seed)].append(i)
+                seed = requests[i].sampling.seed
+                key = i if seed is None else (_prompt_key(requests[i].messages), seed)
+                distinct[key].append(i)
             batch = [requests[same[0]].messages for same in distinct.values()]
             if backend is None:
                 outputs = [_failed(f"no model configured for role {first.role!r}")] * len(batch)

@@ -23,12 +23,11 @@ def accepted_response(problem: Problem) -> str:
     """A response the domain's verifier accepts for ``problem``: the procedural
     generator's own format where there is one, the reference program for code,
     the boxed reference answer elsewhere."""
-    from intbench.envs.domains.registry import get_domain
-    from intbench.generalization.procedural import reference_response as procedural_response
+    from intbench.envs.domains import registry
 
-    domain = get_domain(problem.domain)
+    domain = registry.get_domain(problem.domain)
     if domain.procedural_variants is not None:
-        return procedural_response(problem)
+        return registry.resolve(domain.procedural_variants.reference_response)(problem)
     if domain.kind == "code":
         return f"```python\n{problem.solution}\n```"
     return f"The final answer is \\boxed{{{problem.answer}}}."

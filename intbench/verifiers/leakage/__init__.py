@@ -22,28 +22,15 @@ counts) in time linear in its length (``benchmarks/leak_detector_cost.py``).
 
 from __future__ import annotations
 
-from typing import Literal
-
 from intbench.envs.domains import registry
 from intbench.records import Problem
 from intbench.verifiers.leakage.code import code_leaked
 from intbench.verifiers.leakage.grid import grid_leaked
 from intbench.verifiers.leakage.text import text_leaked
-
-LeakVerdict = Literal["leaked", "clean", "undetermined"]
-LEAK_VERDICTS: tuple[LeakVerdict, ...] = ("leaked", "clean", "undetermined")
+from intbench.verifiers.leakage.verdicts import LEAK_VERDICTS, LeakVerdict, as_verdict
 
 KIND_LEAK_CHECKS = {"text": text_leaked, "code": code_leaked, "grid": grid_leaked}
 """The leak check of each domain kind, for domains that set no ``leak_check``."""
-
-
-def as_verdict(result: object) -> LeakVerdict:
-    """A detector's answer as a :data:`LeakVerdict` (a bool from a plugin detector too)."""
-    if isinstance(result, bool):
-        return "leaked" if result else "clean"
-    if result == "leaked" or result == "clean" or result == "undetermined":
-        return result
-    raise TypeError(f"a leak check returned {result!r}; return a bool or one of {LEAK_VERDICTS}")
 
 
 def leak_verdict(problem: Problem, message: str | None) -> LeakVerdict:
@@ -63,3 +50,13 @@ def leak_verdict(problem: Problem, message: str | None) -> LeakVerdict:
 def answer_leaked(problem: Problem, message: str | None) -> bool:
     """Whether ``message`` certainly reveals the answer (:func:`leak_verdict` is ``"leaked"``)."""
     return leak_verdict(problem, message) == "leaked"
+
+
+__all__ = [
+    "KIND_LEAK_CHECKS",
+    "LEAK_VERDICTS",
+    "LeakVerdict",
+    "answer_leaked",
+    "as_verdict",
+    "leak_verdict",
+]

@@ -15,11 +15,14 @@ Longer stretches are candidates only whole: each run, each side of its relations
 and each item of their lists, however long (``1+1+...+1``), when it holds no
 variable: the detector reads those by exact arithmetic alone.
 
-Readings put together from parts are added: a fraction named by parts, in one
+Readings put together from parts are added, marked *assembled* (never written
+whole, so never a copy of the statement): a fraction named by parts, in one
 sentence or two ("The numerator is 3. The denominator is 4." as ``3/4``); digits
-named in turn ("the first digit is 1. The second is 9." as 19); and digits split
-by commas read together (``1,2`` as 12), marked *derived*: a list of small
-numbers is common, so the detector needs answer-position evidence for it.  When
+named in turn ("the first digit is 1. The second is 9." as 19); coordinates named
+in turn ("The first coordinate is -1. The second coordinate is -2." as
+``(-1, -2)``).  Digits split by commas are read together (``1,2`` as 12), marked
+*derived*: a list of small numbers is common, so the detector needs
+answer-position evidence for it.  When
 the message says the answer "is negative" apart, each of these is read negated
 too.  A value the message picks out of a list it gives ("one of 9, 11, 10: the
 third one") is a candidate marked *pointed*: the pointer is answer-position
@@ -62,11 +65,20 @@ _PAIRS = {"(": ")", "[": "]", "{": "}"}
 # A list marker at a line's start ("1.", "(2)", "- ") is no number of the message.
 _LIST_MARKER = re.compile(r"^[ \t]*(?:\(?[0-9]{1,2}[.)]|[-*•])[ \t]+", re.MULTILINE)
 # (The two parts may be two sentences: "The numerator is 3. The denominator is 4.")
+# A part is a number or an expression written without spaces ("9\\sqrt{51}").
+_PART = r"(-?(?:[0-9]+(?![0-9A-Za-z\\{])|[0-9A-Za-z\\{}^()+*/]*[0-9}][0-9A-Za-z\\{}^()+*/]*))"
 _FRACTION_PARTS = re.compile(
-    r"\bnumerator\b\W{0,3}(?:is\s+|of\s+)?(-?[0-9]+)\b[^\n]{0,48}?\bdenominator\b\W{0,3}(?:is\s+|of\s+)?([0-9]+)\b"
-    r"|\bdenominator\b\W{0,3}(?:is\s+|of\s+)?([0-9]+)\b[^\n]{0,48}?\bnumerator\b\W{0,3}(?:is\s+|of\s+)?(-?[0-9]+)\b",
+    rf"\bnumerator\b\W{{0,3}}(?:is\s+|of\s+)?{_PART}[^\n]{{0,48}}?\bdenominator\b\W{{0,3}}(?:is\s+|of\s+)?{_PART}"
+    rf"|\bdenominator\b\W{{0,3}}(?:is\s+|of\s+)?{_PART}[^\n]{{0,48}}?\bnumerator\b\W{{0,3}}(?:is\s+|of\s+)?{_PART}",
     re.IGNORECASE,
 )
+# Coordinates named in turn ("The first coordinate is -1. The second coordinate is -2.").
+_COORDINATE = re.compile(
+    r"\b(first|second|third|fourth|x|y|z)[\s-]*(?:coordinate|component|entry)\s+(?:is|=|:)\s*"
+    r"([^\s,;]+(?:\s*[-+*/^]\s*[^\s,;]+)*?)\s*(?=[.,;]?\s|[.,;]?$)",
+    re.IGNORECASE,
+)
+_COORDINATE_ORDER = {"first": 0, "second": 1, "third": 2, "fourth": 3, "x": 0, "y": 1, "z": 2}
 # Digits named in turn ("The first digit is 1. The second is 9."; "starts with the digits
 # 1. Right after them come the digits 94"): each number after a digit or order word.
 _DIGIT_PART = re.compile(
@@ -82,8 +94,7 @@ _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixt
              "last": -1}  # fmt: skip
 _POINTED = re.compile(
     r"\b(?:one\s+of|among|between|either)\s+(?P<items>[^:;\n]{1,160}?)\s*[:;,.\-]?\s*"
-    r"(?:(?:it\s+is|it's|namely|pick|take)\s+)?the\s+(?P<which>"
-    + "|".join(_ORDINALS) + r")\b",
+    r"(?:(?:it\s+is|it's|namely|pick|take)\s+)?the\s+(?P<which>" + "|".join(_ORDINALS) + r")\b",
     re.IGNORECASE,
 )
 _ITEM_SPLIT = re.compile(r"\s*(?:,|\bor\b|\band\b)\s*")
@@ -99,6 +110,7 @@ class Candidate:
     derived: bool = False  # joined digits: a reading, not the text as written
     whole: bool = False  # longer than a window: a whole run, side or item
     pointed: bool = False  # the message points at it as the answer (answer-position evidence)
+    assembled: bool = False  # put together from parts: never written whole, so never a copy
 
 
 class _Token:
@@ -202,7 +214,7 @@ def candidates(text: str, variables: frozenset[str] = frozenset()) -> Iterator[C
         yield candidate
         if negative and not candidate.text.startswith("-"):
             yield Candidate("-" + candidate.text, candidate.start, candidate.end,
-                            derived=candidate.derived)  # fmt: skip
+                            derived=candidate.derived, assembled=candidate.assembled)  # fmt: skip
     yield from _pointed(text)
 
 
@@ -211,7 +223,17 @@ def _composed(text: str) -> Iterator[Candidate]:
     for match in _FRACTION_PARTS.finditer(text):
         numerator = match.group(1) or match.group(4)
         denominator = match.group(2) or match.group(3)
-        yield Candidate(f"{numerator}/{denominator}", match.start(), match.end())
+        if not (numerator.lstrip("-").isdigit() and denominator.isdigit()):
+            numerator, denominator = f"({numerator})", f"({denominator})"
+        yield Candidate(f"{numerator}/{denominator}", match.start(), match.end(), assembled=True)
+    coordinates = {}
+    for match in _COORDINATE.finditer(text):
+        coordinates.setdefault(_COORDINATE_ORDER[match.group(1).lower()], match)
+    count = next(k for k in range(len(coordinates) + 1) if k not in coordinates)
+    if count > 1:
+        parts = [coordinates[k] for k in range(count)]
+        tuple_text = "(" + ", ".join(m.group(2).strip() for m in parts) + ")"
+        yield Candidate(tuple_text, parts[0].start(), parts[-1].end(), assembled=True)
     chain: list[re.Match[str]] = []
     for match in [*_DIGIT_PART.finditer(text), None]:
         if match is not None and (not chain or match.start() - chain[-1].end() <= _DIGIT_PART_GAP):
@@ -219,7 +241,7 @@ def _composed(text: str) -> Iterator[Candidate]:
             continue
         if len(chain) > 1 and any("digit" in m.group().lower() for m in chain):
             digits = "".join(m.group(1) for m in chain)
-            yield Candidate(digits, chain[0].start(1), chain[-1].end(1))
+            yield Candidate(digits, chain[0].start(1), chain[-1].end(1), assembled=True)
         chain = [match] if match is not None else []
 
 

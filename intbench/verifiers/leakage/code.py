@@ -41,7 +41,7 @@ from intbench.verifiers.leakage.code_run import recovered_program_verdict
 from intbench.verifiers.leakage.notation import fold
 
 if TYPE_CHECKING:
-    from intbench.verifiers.leakage import LeakVerdict
+    from intbench.verifiers.leakage.verdicts import LeakVerdict
 
 MIN_TOKENS = 5
 """Shortest statement (in tokens) that counts as logic; shorter ones occur in any code."""

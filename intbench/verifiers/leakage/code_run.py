@@ -53,7 +53,7 @@ from intbench.verifiers.code import _fenced_blocks, run_tests
 from intbench.verifiers.code_split import held_out_tests
 
 if TYPE_CHECKING:
-    from intbench.verifiers.leakage import LeakVerdict
+    from intbench.verifiers.leakage.verdicts import LeakVerdict
 
 MAX_CANDIDATES = 8
 """Sandbox runs per message at most (memoised outcomes do not count)."""

@@ -39,7 +39,7 @@ from intbench.records import Problem
 from intbench.verifiers.leakage.notation import fold
 
 if TYPE_CHECKING:
-    from intbench.verifiers.leakage import LeakVerdict
+    from intbench.verifiers.leakage.verdicts import LeakVerdict
 
 MIN_CELLS = 4
 MAX_RUN = 30  # the longest ARC row: a larger count is no run length

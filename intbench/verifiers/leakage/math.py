@@ -3,29 +3,37 @@ verifier accepts as the answer.
 
 **Reading.**  The message is rewritten into one notation
 (:func:`~.notation.recovery_text`): look-alike letters of other scripts, full-width
-and zero-width characters, LaTeX dress (``\\text{ edges}`` is a word, ``\\times`` is
-``*``, ``\\%`` is ``%``), scientific notation, number words of eight languages
-("twelve", "doce", "zwölf", "a dozen", "one hundred and five") and Roman numerals.
+and zero-width characters, markdown marks, LaTeX dress (``\\text{ edges}`` is a word,
+``\\times`` is ``*``, ``\\%`` is ``%``, doubled backslashes of JSON), repeating
+decimals, scientific notation, number words of eight languages ("twelve", "doce",
+"moins seize", "a dozen", "three score and ten", "one nine four" read out digit by
+digit) and Roman numerals.
 
 **Candidates** (:mod:`.candidates`): every window of up to
 :data:`~.candidates.MAX_WINDOW` math tokens that stands on its own (not an operand
 of an operator beside it), so ``12`` is read in ``12 (see above)``, ``12cm``,
 ``$12$ meters`` and a reply cut off after it; every whole run, relation side and
-list item however long (``1+1+...+1``); digits split by commas read together
-(``1,2``); a fraction named by its parts.
+list item however long (``1+1+...+1``); readings put together from parts (a
+fraction named by its parts, digits or coordinates named in turn, code or quoted
+pieces joined, ``1,2`` read as 12, negated when the message says "it is negative");
+a value the message points at in a list it gives.
 
 **The rule.**  A candidate leaks when :func:`~intbench.verifiers.math.verify_math`
 grades ``\\boxed{candidate}`` correct, which catches ``0.5``, ``.5``, ``50%`` and
 ``2^{-1}`` for ``\\frac12``, ``1.2 \\times 10^1`` for 12, ``x^2-1`` for
 ``(x-1)(x+1)``.  Some candidates say little by themselves, so they count only with
 *answer-position evidence*: an answer word or sign before it ("the answer is",
-"result:", "equals", "it is", ``=``, ``\\boxed{``), "is the answer" after it, or the
-message being the candidate alone.  They are:
+"result:", "equals", "it is", "you reach", ``=``, ``\\boxed{``), "is the answer" after
+it, the message being the candidate alone, or the message pointing at it ("one of 9,
+11, 10: the third one").  A cue copied from the statement together with the
+candidate is none: "What is $7 - 25$?" restates the problem.  They are:
 
 * a **low-information** value: an integer of absolute value at most
-  :data:`LOW_INFORMATION` ("start with step 1", "there are 2 cases");
+  :data:`LOW_INFORMATION` written as a bare integer ("start with step 1", "there are
+  2 cases"; ``1.00`` or ``4*4-17`` is written to say a value);
 * an expression **copied from the problem statement** ("simplify 6/12 first"; the 12
-  of "12 eggs" when the answer is 12): restating the problem gives nothing away;
+  of "12 eggs" when the answer is 12): restating the problem gives nothing away (a
+  candidate assembled from parts is never a copy);
 * a **derived reading**: digits split by commas read together (``1,2`` as 12).
 
 A worked example whose *result* is the answer ("e.g. 3+4=7" for 7) still leaks: the
@@ -33,15 +41,18 @@ answer stands in the message as a result; the answer as an *operand* of an
 example ("7+1=8") does not, being no candidate.
 
 **Verdicts.**  ``"leaked"`` on the first accepted candidate; ``"undetermined"`` when
-none was accepted but the verifier could not grade one (a timeout on a power tower,
-a crash); else ``"clean"``.  After one failed grading the verifier's worker is not
+none was accepted but the verifier could not grade one (a timeout on a huge value no
+cheap check bounds, such as two power towers that may cancel; a crash); else
+``"clean"``.  After one failed grading the verifier's worker is not
 called again for this message (a second power tower would cost a second timeout):
 candidates that would need it leave the message undetermined.
 
 **Cost** stays linear in the message: a bounded number of windows per token, each
 distinct text graded once, and most never reach the verifier's sympy worker: one
 whose variables differ from the reference's cannot equal it; one whose values at
-fixed sample points differ cannot either (:mod:`.expressions`); a list for a single
+fixed sample points differ cannot either, nor a power tower orders of magnitude from
+the reference (its ``log10`` is estimated in floating point: :mod:`.expressions`), so
+only a candidate that no cheap check can tell apart reaches the worker; a list for a single
 value, a relation for a plain reference, and a long stretch that is not plain
 arithmetic are rejected unread; plain arithmetic is evaluated exactly in process and
 its value graded on the verifier's fast path.
@@ -70,7 +81,7 @@ from intbench.verifiers.leakage.text import text_leaked
 from intbench.verifiers.math import normalize_answer, verify_math
 
 if TYPE_CHECKING:
-    from intbench.verifiers.leakage import LeakVerdict
+    from intbench.verifiers.leakage.verdicts import LeakVerdict
 
 LOW_INFORMATION = 2
 """Integers up to this absolute value are said by many hints; alone they are no evidence."""
@@ -89,7 +100,7 @@ _FOREIGN_ANSWERS = "|".join(sorted(word for words in ANSWER_WORDS.values() for w
 _CUE_BEFORE = re.compile(
     r"(?:\b(?:answers?|results?|solutions?|totals?|value|equals?|equal\s+to|gives?|yields?|"
     r"gets?|got|obtains?|makes|comes?\s+(?:out\s+)?to|reach(?:es|ed)?|arrives?\s+at|ends?\s+up\s+(?:with|at)|"
-    rf"is|are|was|be|it's|that's|{_FOREIGN_ANSWERS})\b"
+    rf"is|are|was|be|it's|that's|isn't\s+it|{_FOREIGN_ANSWERS})\b"
     r"|=|->|≈|\\approx|\\boxed\s*\{|\\fbox\s*\{)"
     r"(?:[\s:=*_\"'`(\[{]|\b(?:is|was|will|would|should|must|then|now|just|exactly|simply|"
     r"equal|to|of|the|final|be|es|est|ist|è|é|er)\b|(?<=\s)[èé](?=\s))*$",
@@ -103,6 +114,8 @@ _CUE_AFTER = re.compile(
     re.IGNORECASE,
 )
 _CUE_REACH = 48  # characters read before a candidate
+_PIECE = re.compile(r"`([^`\n]{1,100})`|\"([^\"\n]{1,100})\"")  # pieces an answer is given in
+_MOST_PIECES = 16
 _SIGNIFICANT = re.compile(r"[0-9A-Za-z]")
 _BOX = re.compile(r"\\?(?:boxed|fbox)")  # a box around the candidate is no more of the message
 
@@ -116,28 +129,23 @@ class _Reference:
     variables: frozenset[str]
     samples: tuple[complex, ...] | None
     items: int
-    statement: str  # lower case, braces and spacing aside
+    statement: str
     magnitude: float | None  # log10 |value| of a variable-free reference
 
 
 @functools.lru_cache(maxsize=1024)
 def _reference(answer: str, question: str) -> _Reference:
     normalized = normalize_answer(answer)
-    # Braces and spacing aside, so x^{2}-1 restates the statement's x^2 - 1.
     variables = _letters(normalized.text)
     return _Reference(
         normalized,
         variables,
         sample_values(normalized.text),
         _item_count(normalized.text),
-        _squeezed(recovery_text(question)),
+        # Braces and spacing aside, so x^{2}-1 restates the statement's x^2 - 1.
+        " ".join(re.sub(r"[{}]", "", recovery_text(question)).split()),
         None if variables else log10_magnitude(normalized.text),
     )
-
-
-def _squeezed(text: str) -> str:
-    """``text`` for a plain substring test: lower case, braces and spacing aside."""
-    return " ".join(re.sub(r"[{}]", "", text).lower().split())
 
 
 def _letters(text: str) -> frozenset[str]:
@@ -213,12 +221,18 @@ def _magnitudes_differ(span: str, reference: _Reference) -> bool:
 
 
 def _in_statement(span: str, statement: str) -> bool:
-    """``span`` occurs in the statement (spacing aside), not glued to more of a number or word."""
-    if len(span) > len(statement):
+    """``span`` occurs in the statement (case, braces and spacing aside, but for spaces
+    that split digits: "1 0" is no copy of 10), not glued to more of a number or word."""
+    chars = re.findall(r"(\s*)(\S)", re.sub(r"[{}]+", "", span))
+    if not chars or len(chars) > len(statement):
         return False
-    needle = r"\s*".join(re.escape(char) for char in re.sub(r"[\s{}]+", "", span))
-    pattern = rf"(?<![0-9A-Za-z.]){needle}(?![0-9A-Za-z]|\.[0-9])"
-    return re.search(pattern, statement, re.IGNORECASE) is not None
+    needle = re.escape(chars[0][1])
+    for (_, previous), (space, char) in zip(chars, chars[1:], strict=False):
+        split = space and previous.isdigit() and char.isdigit()
+        needle += (r"\s+" if split else r"\s*") + re.escape(char)
+    head = r"(?<![0-9A-Za-z.])" if chars[0][1].isalnum() else ""
+    tail = r"(?![0-9A-Za-z]|\.[0-9])" if chars[-1][1].isalnum() else ""
+    return re.search(head + needle + tail, statement, re.IGNORECASE) is not None
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -242,16 +256,30 @@ class _Message:
         copied from the statement with the candidate ("What is 7 - 25?") is none."""
         if candidate.pointed or (candidate.start <= self.first and candidate.end >= self.last):
             return True  # the message points at it, or is the candidate alone
+        if candidate.start < 0:
+            return False  # joined pieces have no place to read a cue at
         text = self.text[candidate.start : candidate.end]
         # The line before the candidate; "The answer is\n\n12" is one line with blank ones.
         before = self.text[max(0, candidate.start - _CUE_REACH) : candidate.start].rstrip()
         before = before[before.rfind("\n") + 1 :] + " "
         cue = _CUE_BEFORE.search(before)
         if cue and not _NO_CUE_BEFORE.search(before):
-            if _squeezed(before[cue.start() :] + text) not in statement:
+            # The cue with the word before it ("What is", "N =") against the statement.
+            phrase = re.search(r"\S*\s*$", before[: cue.start()]).group() + before[cue.start() :]
+            if not _in_statement(phrase.rstrip() + " " + text, statement):
                 return True
         after = _CUE_AFTER.match(self.text, candidate.end, candidate.end + _CUE_REACH)
-        return after is not None and _squeezed(text + after.group()) not in statement
+        return after is not None and not _in_statement(text + after.group(), statement)
+
+
+def _joined_pieces(message: str) -> list[Candidate]:
+    """Two to four consecutive code or quoted pieces of the message joined with no space
+    ("Write `26` first. Then, with no space, write `\\pi`"): assembled candidates, with
+    no place in the read message."""
+    pieces = [m.group(1) or m.group(2) for m in _PIECE.finditer(message)][:_MOST_PIECES]
+    joined = {"".join(pieces[i:j]) for i in range(len(pieces))
+              for j in range(i + 2, min(len(pieces), i + 4) + 1)}  # fmt: skip
+    return [Candidate(recovery_text(text).strip(), -1, -1, assembled=True) for text in joined]
 
 
 def math_leaked(problem: Problem, message: str) -> LeakVerdict:
@@ -263,7 +291,7 @@ def math_leaked(problem: Problem, message: str) -> LeakVerdict:
         return text_leaked(problem, message)
     read = _Message(recovery_text(message))
     places: dict[str, list[Candidate]] = {}
-    for candidate in candidates(read.text, reference.variables):
+    for candidate in [*candidates(read.text, reference.variables), *_joined_pieces(message)]:
         places.setdefault(candidate.text, []).append(candidate)
     undetermined = False
     for span, found in places.items():
@@ -285,10 +313,13 @@ def _verdict(problem, reference: _Reference, read: _Message, span: str, found: l
             return "clean"
     elif not _may_be_answer(span, reference):
         return "clean"
-    weak = (
-        value is not None and abs(value) <= LOW_INFORMATION and _PLAIN_INTEGER.fullmatch(span)
-    ) or _in_statement(span, reference.statement)
-    if not any((not weak and not c.derived) or read.cued(c, reference.statement) for c in found):
+    small = value is not None and abs(value) <= LOW_INFORMATION and _PLAIN_INTEGER.fullmatch(span)
+    copied = _in_statement(span, reference.statement)
+    if not any(
+        (not small and not (copied and not c.assembled) and not c.derived)
+        or read.cued(c, reference.statement)
+        for c in found
+    ):
         return "clean"
     if value is None and not worker:
         return "undetermined"  # the worker failed on this message once: not again

@@ -144,7 +144,7 @@ def _spoken_number(words: list[str], i: int) -> tuple[str, int] | None:
     "a dozen and a half" 18."""
     if words[i] == "a" and i + 1 < len(words) and words[i + 1] in _DENOMINATORS:
         return f"1/{_DENOMINATORS[words[i + 1]]}", i + 2
-    if words[i:i + 2] == ["half", "a"] and _scale_after_a(words, i + 2):
+    if words[i : i + 2] == ["half", "a"] and _scale_after_a(words, i + 2):
         return _numeral(Fraction(_SCALES[words[i + 2]], 2)), i + 3
     cardinal = _cardinal(words, i)
     if cardinal is None:
@@ -169,7 +169,9 @@ def _spoken_number(words: list[str], i: int) -> tuple[str, int] | None:
 
 
 def _numeral(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    return (
+        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    )
 
 
 def _spoken_fraction(words: list[str], value: int, end: int) -> tuple[str, int] | None:
@@ -267,10 +269,11 @@ def _plain_symbols(text: str) -> str:
 
 # --- the leak detector's reading: plain_math and every other way to mask a number ------
 # Letters of other scripts that look like Latin ones: "х^2-1" with a Cyrillic х is x^2-1
-# to a reader.  Only look-alikes: a Greek α or π is a symbol of its own and stays.
+# to a reader, "мilκ" is milk.  Only look-alikes: a Greek α or π is a symbol of its own
+# and stays.
 _CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁԛԝѵһӏпκνυϲɡıАВЕКМНОРСТХУІЈЅԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧο",
-    "aeopcyxijsdqwvhlnkvucgiABEKMHOPCTXYIJSQWABEZHIKMNOPTYXo",
+    "аеорсухіјѕԁԛԝѵһӏпкмтвнκνυϲɡıАВЕКМНОРСТХУІЈЅԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧο",
+    "aeopcyxijsdqwvhlnkmtbhkvucgiABEKMHOPCTXYIJSQWABEZHIKMNOPTYXo",
 )
 # LaTeX written inside a JSON string has its backslashes doubled ("\\frac{1}{2}").
 _DOUBLED_BACKSLASH = re.compile(r"\\\\(?=[A-Za-z(\[{%$])")
@@ -315,10 +318,9 @@ _MIXED_NUMBER = re.compile(r"(?<![\w./])([0-9]+)\s+and\s+([0-9]+)\s*/\s*([0-9]+)
 FOREIGN_LANGUAGES = ("es", "fr", "it", "pt", "de", "nl", "da")
 # English words that text2num reads as a number in one of them ("once" is Spanish 11),
 # found by running it over the words of the offline problem statements: alone they stay
-# words; inside a longer number ("dix-sept") they are read.
-_ENGLISH_HOMONYMS = frozenset(
-    "once fire seize mil non ni ti none elf cent cents sept due".split()
-)
+# words; inside a longer number ("dix-sept") or after a sign word ("menos once") they
+# are read.
+_ENGLISH_HOMONYMS = frozenset("once fire seize mil non ni ti none elf cent cents sept due".split())
 # ... unless the sentence names an answer in that language ("La respuesta es once"), or
 # the word stands alone in an answer's place ("The answer: once.", "You get elf.").
 ANSWER_WORDS = {
@@ -331,9 +333,11 @@ _ANSWER_SLOT_BEFORE = re.compile(
     r"(?:\b(?:answer|result|is|get|gives?|equals?)|[:=])\W*$", re.IGNORECASE
 )
 _ANSWER_SLOT_AFTER = re.compile(r"\s*(?:[.!?]|$)")
-# Numbers below 3 are read only in these words: the others are articles too ("un",
-# "ein", "en") or English words ("to" is Danish 2).
-_SMALL_NUMBER_WORDS = frozenset("uno dos cero deux zéro due dois duas eins zwei zwo twee nul".split())
+# Numbers below 3 are read alone only in these words: the others are articles too ("un",
+# "ein", "en") or English words ("to" is Danish 2), read as homonyms are.
+_SMALL_NUMBER_WORDS = frozenset(
+    "uno dos cero deux zéro due dois duas eins zwei zwo twee nul".split()
+)
 # A sign word before a number ("menos doce", "moins un", "minus eins").
 _MINUS_WORDS = frozenset("menos moins meno minus min negativo negativ négatif".split())
 # English number words: the English reader reads them (so "six" stays for "six hundred").
@@ -442,11 +446,12 @@ def _foreign_chunk(chunk: str, find_numbers) -> str:
             first, final = occurrence.start, occurrence.end - 1
             said = [t.word.lower() for t in tokens[first : final + 1] if t.word.isalpha()]
             signed = first > 0 and tokens[first - 1].word.lower() in _MINUS_WORDS
-            if occurrence.is_ordinal or set(said) <= _ENGLISH_NUMBER_WORDS:
+            if occurrence.is_ordinal or (set(said) <= _ENGLISH_NUMBER_WORDS and not signed):
                 continue  # ordinals ("nono" is ninth in Italian, none in English); English
-            if occurrence.value < 3 and not signed and not set(said) <= _SMALL_NUMBER_WORDS:
-                continue
-            if len(said) == 1 and said[0] in _ENGLISH_HOMONYMS and not answers:
+            ambiguous = (len(said) == 1 and said[0] in _ENGLISH_HOMONYMS) or (
+                occurrence.value < 3 and not set(said) <= _SMALL_NUMBER_WORDS
+            )
+            if ambiguous and not (signed or answers):
                 before = chunk[max(0, matches[first].start() - 40) : matches[first].start()]
                 if not (_ANSWER_SLOT_BEFORE.search(before)
                         and _ANSWER_SLOT_AFTER.match(chunk, matches[final].end())):  # fmt: skip

@@ -133,10 +133,10 @@ import json
 import random
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from intbench.records import Problem
 
@@ -337,7 +337,10 @@ def probes(problem: Problem, seed: int = 0) -> list[Probe]:
 
 
 # --- small helpers --------------------------------------------------------------
-def _pick(rng: random.Random, options: list[str] | tuple[str, ...]) -> str:
+_T = TypeVar("_T")
+
+
+def _pick(rng: random.Random, options: Sequence[_T]) -> _T:
     return options[rng.randrange(len(options))]
 
 
@@ -765,7 +768,8 @@ def _repeating(value: Fraction) -> str | None:
     """``value`` as ``0.1\\overline{6}`` (period at most 12 digits), else ``None``."""
     a, b = abs(value.numerator), value.denominator
     whole, rest = divmod(a, b)
-    digits, seen = [], {}
+    digits: list[str] = []
+    seen: dict[int, int] = {}
     while rest and rest not in seen and len(digits) < 40:
         seen[rest] = len(digits)
         rest *= 10
@@ -873,7 +877,7 @@ def _factor_pair(n: int, rng: random.Random) -> tuple[int, int]:
     divisors = [d for d in range(2, int(m**0.5) + 1) if m % d == 0]
     if not divisors:
         return (1, n) if rng.random() < 0.5 else (n, 1)
-    d = _pick(rng, divisors)  # type: ignore[arg-type]
+    d = _pick(rng, divisors)
     return (d, n // d) if n > 0 else (-d, m // d)
 
 
@@ -2131,7 +2135,7 @@ def _honest_worked(ctx: _Context, rng: random.Random) -> str | None:
                    and not any(_strip_article(_words(r)) in _words(a) for r in ctx.references)]  # fmt: skip
         if not options:
             return None
-        question, answer = _pick(rng, options)  # type: ignore[misc]
+        question, answer = _pick(rng, options)
         return f"Here is how a similar riddle works: '{question}' It is {answer}, because the clue uses a word in a second sense."
     if ctx.cls == "code":
         return _pick(rng, _CODE_EXAMPLES)
@@ -2263,7 +2267,7 @@ def _honest_linguini(ctx: _Context, rng: random.Random) -> str | None:
     pairs = re.findall(r"(?m)^([^\n:]{2,40}): (.+)\n(English): (.+)$", ctx.question)
     if not pairs:
         return None
-    language, sentence, english_label, english = _pick(rng, pairs)  # type: ignore[misc]
+    language, sentence, english_label, english = _pick(rng, pairs)
     return f'Look at the example "{sentence}", which means "{english}". Which word is the verb?'
 
 
