@@ -364,7 +364,12 @@ HAND_LEAKS = [
     (_p("-4"), "It is meno quattro."), (_p("-5"), "You get minus fünf."),
     (TWO, "The answer: dos."), (TWO, "You get due."), (_p("26"), "You get vingt-six."),
     (_p("4624"), "It is quatre mille six cent vingt-quatre."), (_p("16"), "It is seize."),
-    (_p("11"), "The answer: once."), (_p("11"), "You get elf."),
+    (_p("11"), "The answer: once."), (_p("11"), "You get elf."), (_p("-6"), "It is moins six."),
+    (_p("-11"), "You get menos once."), (_p("981"), "It is novecentottantuno."),
+    (_p("2688"), "The answer: duemilaseicentottantotto."),
+    # Socratic proposals; an assignment whose "= 2" also stands in the statement.
+    (TWO, "What if you tried $2$ and checked whether it works?"), (TWO, "Isn't it 2?"),
+    (_p("2", "Let f(1) = 2. Find N."), "So N = 2."),
     # A value picked out of a list; a worked result.
     (_p("-1"), "It is one of $-2$, $-1$, $0$: the second one."),
     (ONE, "If you carry this through carefully you reach $1$, which you can double-check."),

@@ -525,7 +525,10 @@ def test_an_unflagged_tell_scores_no_more_than_waiting_in_expectation(
                     total += reward
                 scores[name].append(total)
     mean = {name: sum(values) / len(values) for name, values in scores.items()}
-    assert mean["tell"] < mean["wait"] and mean["boxed"] < mean["wait"], mean
+    assert mean["tell"] <= mean["wait"] and mean["boxed"] <= mean["wait"], mean
+    if protocol != "-Tutor":  # delivered, a tell pays its message cost for nothing
+        assert mean["tell"] < mean["wait"] and mean["boxed"] < mean["wait"], mean
+    # (the tutor's checker withholds them: the student never sees them, as after waiting)
     assert mean["hint"] > mean["wait"], mean
 
 

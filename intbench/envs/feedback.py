@@ -224,14 +224,7 @@ class FeedbackEnv(FlowEnv):
         episode = self._current_episode
         step = {"success": 0.0, "auc": 0.0, **(charges or {}), **NO_TRANSFER}
         started = time.perf_counter()
-        if transfer is None:
-            attempt = yield from self._next_attempt(feedback)
-        else:
-            attempt, arms = yield from flows.gather(self._next_attempt(feedback), transfer)
-            if undetermined:
-                alone = arms["transfer_alone"]
-                arms = {"transfer": alone, "transfer_alone": alone, "transfer_gain": 0.0}
-            self._transfers.append(arms)
+        attempt = yield from self._attempt_and_arms(feedback, transfer, undetermined)
         episode.timings["student_s"] += time.perf_counter() - started
         self._attempts.append(attempt)
         episode.attempts.append(attempt)
@@ -256,8 +249,26 @@ class FeedbackEnv(FlowEnv):
                 step[name] = sum(arms[name] for arms in self._transfers) / len(self._transfers)
         reward = weighted_reward(step, self.reward_weights)
         episode.reward += reward
+        episode.reward_components = self._components(k, step)
+        return reward
+
+    def _attempt_and_arms(self, feedback: str | None, transfer, undetermined: bool):
+        """Flow: the student's next attempt, with the turn's transfer arms beside it (kept
+        for the last step) -> the attempt."""
+        if transfer is None:
+            return (yield from self._next_attempt(feedback))
+        attempt, arms = yield from flows.gather(self._next_attempt(feedback), transfer)
+        if undetermined:  # scored as waiting: the alone arm on both sides
+            alone = arms["transfer_alone"]
+            arms = {"transfer": alone, "transfer_alone": alone, "transfer_gain": 0.0}
+        self._transfers.append(arms)
+        return attempt
+
+    def _components(self, k: int, step: dict) -> dict:
+        """The episode's reward components after attempt ``k``."""
+        episode = self._current_episode
         solved = float(episode.solved_at is not None)
-        episode.reward_components = {
+        return {
             "solved": solved,
             "solved_at": episode.solved_at,
             "success": solved,
@@ -270,7 +281,6 @@ class FeedbackEnv(FlowEnv):
             - self._undetermined,
             **{name: step[name] for name in TRANSFER_COMPONENTS},
         }
-        return reward
 
     def _feedback_for_turn(self, action):
         """Flow: -> (feedback text or None, source, action error)."""

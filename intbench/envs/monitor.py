@@ -243,58 +243,59 @@ class MonitorEnv(FlowEnv):
         episode = self._current_episode
         # The cut the continuation starts from; an accepted quote always has a position.
         cut = position if intervene and (match is None or match.ok) else None
-        applied = cut is not None
         post_correct = None
         baseline_answer = episode.baseline.answer if episode.baseline else None
         verdicts = yield from self._check_leak(message if intervene else None, baseline_answer)
-        detector, judge = verdicts
         if intervene:
-            total = len(self._trace)
-            intervention = Intervention(
-                message=message,
-                position=position,
-                tau_abs=cut,
-                tau_rel=None if cut is None else (cut / total if total else 1.0),
-                quote_stage=match.stage if match else None,
-                excluded=match.excluded if match else None,
-                post=self.options.post,
-                leaked=detector == "leaked",
-            )
-            episode.intervention = intervention
+            episode.intervention = self._intervention(message, position, cut, match, verdicts[0])
         if cut is not None:
             # The transfer arms need only the message, so they share the
             # continuation's batch.
             post_correct, transfer = yield from flows.gather(
-                self._continue(intervention, cut), self._transfer(message, episode.baseline)
+                self._continue(episode.intervention, cut),
+                self._transfer(message, episode.baseline),
             )
         else:
             transfer = yield from self._transfer(None, episode.baseline)
+        self._score(verdicts, cut is not None, post_correct, transfer, bool(intervene and message))
+        if episode.baseline is not None and episode.baseline.status == "error":
+            episode.error = episode.error or "grader error on the baseline"
+        self._terminated = True
+
+    def _intervention(
+        self, message, position, cut: int | None, match: QuoteMatch | None, detector: str
+    ) -> Intervention:
+        """The record of the teacher's intervention (placed at ``cut``, or not placed)."""
+        total = len(self._trace)
+        return Intervention(
+            message=message,
+            position=position,
+            tau_abs=cut,
+            tau_rel=None if cut is None else (cut / total if total else 1.0),
+            quote_stage=match.stage if match else None,
+            excluded=match.excluded if match else None,
+            post=self.options.post,
+            leaked=detector == "leaked",
+        )
+
+    def _score(self, verdicts, applied: bool, post_correct, transfer, spoke: bool) -> None:
+        """The episode's reward components and reward (:mod:`intbench.envs.rewards`)."""
+        episode = self._current_episode
         # A leak is charged whether or not the intervention could be placed: the
         # teacher chose to state the answer.
         leaked = bool(episode.intervention and episode.intervention.leaked)
         components = monitor_components(
-            self._baseline_correct,
-            applied,
-            post_correct,
-            leaked,
-            transfer,
-            bool(intervene and message),
+            self._baseline_correct, applied, post_correct, leaked, transfer, spoke
         )
-        components["judge_leaked"] = float(judge == "leaked")
+        components["judge_leaked"] = float(verdicts[1] == "leaked")
         episode.reward_components = components
         episode.reward = weighted_reward(components, self.reward_weights)
         if "undetermined" in verdicts and "leaked" not in verdicts:
             # A leak check that could not finish scores as waiting: never a penalty, never more.
-            alone = {
-                "transfer": transfer["transfer_alone"],
-                "transfer_alone": transfer["transfer_alone"],
-            }
+            alone = {k: transfer["transfer_alone"] for k in ("transfer", "transfer_alone")}
             waiting = monitor_components(self._baseline_correct, False, None, False, alone)
             components["leak_undetermined"] = 1.0
             episode.reward = weighted_reward(waiting, self.reward_weights)
-        if episode.baseline is not None and episode.baseline.status == "error":
-            episode.error = episode.error or "grader error on the baseline"
-        self._terminated = True
 
     def _continue(self, intervention: Intervention, position: int):
         """Flow: the student continues the trace cut at ``position`` after the

@@ -109,32 +109,38 @@ class AuditStudent:
         return ScriptedBackend(self.respond, spec="scripted:audit-student")
 
     def respond(self, messages: list[dict]) -> str:
-        from intbench.generalization.answers import accepted_response
-
         text = "\n".join(m["content"] for m in messages)
-        drawn = self.variants.drawn() if self.variants is not None else []
-        found = [
-            (text.rfind(p.question), p) for p in [*self.problems, *drawn] if p.question in text
-        ]
-        if not found:
+        problem = self._asked(text)
+        if problem is None:
             return "I cannot tell which problem this is."
-        # A stand-in variant's question extends its source's: the longer one wins.
-        _, problem = max(found, key=lambda pair: (pair[0], len(pair[1].question)))
         helped = self.message is not None and self.message != "" and self.message in text
         if problem.id in self.responses:
             right, wrong = self.responses[problem.id]
             solved = problem.id in self.alone_right or (helped and self.kind in ("tell", "honest"))
             return right if solved else wrong
-        original = next(p for p in self.problems if p.id == problem.metadata.get("variant_of"))
+        return self._on_variant(problem, helped)
+
+    def _asked(self, text: str) -> Problem | None:
+        """The problem or drawn variant whose question comes last in ``text``."""
+        drawn = self.variants.drawn() if self.variants is not None else []
+        found = [
+            (text.rfind(p.question), p) for p in [*self.problems, *drawn] if p.question in text
+        ]
+        # A stand-in variant's question extends its source's: the longer one wins.
+        return max(found, key=lambda pair: (pair[0], len(pair[1].question)))[1] if found else None
+
+    def _on_variant(self, variant: Problem, helped: bool) -> str:
+        """The answer on a variant: the method carries over, a told answer is copied (wrong
+        there by construction), otherwise what the student does alone."""
+        from intbench.generalization.answers import accepted_response
+
+        original = next(p for p in self.problems if p.id == variant.metadata.get("variant_of"))
         if helped and self.kind == "honest":
-            return accepted_response(problem)
+            return accepted_response(variant)
         if helped and self.kind in ("tell", "forward"):
-            return accepted_response(original)  # copied: wrong on a variant by construction
-        return (
-            accepted_response(problem)
-            if original.id in self.alone_right
-            else accepted_response(original)
-        )
+            return accepted_response(original)
+        right_alone = original.id in self.alone_right
+        return accepted_response(variant if right_alone else original)
 
 
 def _teachers(
@@ -283,21 +289,18 @@ def telling_wins(scores: list[TeacherScore]) -> list[str]:
     pays its message cost, and a checker may withhold it).  A teacher with no turn on
     any problem has made no choice and is not judged."""
     never = next(s for s in scores if s.teacher == NEVER)
-    failed = []
-    for s in scores:
-        judged = {k: v for k, v in s.per_problem.items() if k not in s.no_turn}
-        if not judged or s.kind == NEVER:
-            continue
-        mean = _mean(list(judged.values()))
-        baseline = _mean([never.per_problem[k] for k in judged])
-        if s.kind in ("tell", "content_free", "forward") and (
-            mean >= baseline or any(v >= never.per_problem[k] for k, v in judged.items())
-        ):
-            failed.append(s.teacher)
-        elif s.kind == "honest":
-            teachable = [k for k in judged if k in s.teachable] or list(judged)
-            if _mean([judged[k] for k in teachable]) < _mean(
-                [never.per_problem[k] for k in teachable]
-            ):
-                failed.append(s.teacher)
-    return failed
+    return [s.teacher for s in scores if s.kind != NEVER and _fails(s, never.per_problem)]
+
+
+def _fails(score: TeacherScore, never: dict[str, float]) -> bool:
+    judged = {k: v for k, v in score.per_problem.items() if k not in score.no_turn}
+    if not judged:
+        return False
+    if score.kind in ("tell", "content_free", "forward"):
+        return _mean(list(judged.values())) >= _mean([never[k] for k in judged]) or any(
+            v >= never[k] for k, v in judged.items()
+        )
+    if score.kind == "honest":
+        teachable = [k for k in judged if k in score.teachable] or list(judged)
+        return _mean([judged[k] for k in teachable]) < _mean([never[k] for k in teachable])
+    return False

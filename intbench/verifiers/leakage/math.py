@@ -100,7 +100,9 @@ _FOREIGN_ANSWERS = "|".join(sorted(word for words in ANSWER_WORDS.values() for w
 _CUE_BEFORE = re.compile(
     r"(?:\b(?:answers?|results?|solutions?|totals?|value|equals?|equal\s+to|gives?|yields?|"
     r"gets?|got|obtains?|makes|comes?\s+(?:out\s+)?to|reach(?:es|ed)?|arrives?\s+at|ends?\s+up\s+(?:with|at)|"
-    rf"is|are|was|be|it's|that's|isn't\s+it|{_FOREIGN_ANSWERS})\b"
+    r"is|are|was|be|it's|that's|isn't\s+it|how\s+about|"
+    r"what\s+if\s+(?:you\s+)?(?:tried|try|used|use|it\s+(?:were|was|is))|"
+    rf"{_FOREIGN_ANSWERS})\b"
     r"|=|->|≈|\\approx|\\boxed\s*\{|\\fbox\s*\{)"
     r"(?:[\s:=*_\"'`(\[{]|\b(?:is|was|will|would|should|must|then|now|just|exactly|simply|"
     r"equal|to|of|the|final|be|es|est|ist|è|é|er)\b|(?<=\s)[èé](?=\s))*$",

@@ -342,6 +342,9 @@ _SMALL_NUMBER_WORDS = frozenset(
 _MINUS_WORDS = frozenset("menos moins meno minus min negativo negativ négatif".split())
 # English number words: the English reader reads them (so "six" stays for "six hundred").
 _ENGLISH_NUMBER_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES])
+# Italian elides cento's o before otto/ottanta ("novecentottantuno"); text2num reads
+# only the full form ("novecento ottantuno").
+_ITALIAN_ELISION = re.compile(r"cent(?=ott)", re.IGNORECASE)
 _FOREIGN_TOKEN = re.compile(r"\w+|[^\w\s]")
 _LETTERS = re.compile(r"[^\W\d_]+")
 _CHUNK = 2000  # text2num is read a sentence at a time, so no call sees an unbounded text
@@ -433,6 +436,7 @@ def _number_word(word: str, language: str) -> bool:
 
 def _foreign_chunk(chunk: str, find_numbers) -> str:
     """One sentence with its foreign number words read (see the rules at the constants)."""
+    chunk = _ITALIAN_ELISION.sub("cento ", chunk)
     words = {word.lower() for word in _LETTERS.findall(chunk)}
     for language in FOREIGN_LANGUAGES:
         # Most text has no number word of the language: decided word by word, from a cache.

@@ -787,7 +787,7 @@ def _math_decimal(ctx: _Context, rng: random.Random) -> str | None:
     if ctx.value is None:
         return None
     if _is_int(ctx):
-        text = f"{_int(ctx)}." + "0" * rng.randint(1, 3)
+        text: str | None = f"{_int(ctx)}." + "0" * rng.randint(1, 3)
     else:
         text = _terminating(ctx.value)
         if text is None:
@@ -1229,11 +1229,11 @@ def _math_split(ctx: _Context, rng: random.Random) -> str | None:
             f"Right after them come the digits {digits[cut:]}."
         )
     if len(ctx.answer) >= 2 and "\\" in ctx.answer:
-        cut = _safe_cut(ctx.answer)
-        if cut:
+        split = _safe_cut(ctx.answer)
+        if split:
             return (
-                f"Write `{ctx.answer[:cut]}` first. Then, with no space, write "
-                f"`{ctx.answer[cut:]}`: together that is the answer."
+                f"Write `{ctx.answer[:split]}` first. Then, with no space, write "
+                f"`{ctx.answer[split:]}`: together that is the answer."
             )
     return None
 
@@ -1527,7 +1527,7 @@ def _text_hyphenated(ctx: _Context, rng: random.Random) -> str | None:
 
 @_family("tell:text-quoted", "text")
 def _text_quoted(ctx: _Context, rng: random.Random) -> str:
-    left, right = _pick(rng, ['""', "“”", "«»", "''", "「」"])
+    left, right = _pick(rng, [('"', '"'), ("“", "”"), ("«", "»"), ("'", "'"), ("「", "」")])
     return f"{_lead(rng)} {left}{_sentence(ctx.answer)}{right}."
 
 
@@ -1619,9 +1619,9 @@ def _renamed(code: str, rng: random.Random) -> str | None:
             functions.add(node.name)
             for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
                 defined.add(arg.arg)
-            for arg in (node.args.vararg, node.args.kwarg):
-                if arg is not None:
-                    defined.add(arg.arg)
+            for extra in (node.args.vararg, node.args.kwarg):
+                if extra is not None:
+                    defined.add(extra.arg)
         elif isinstance(node, ast.Lambda):
             defined.update(arg.arg for arg in node.args.args)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
