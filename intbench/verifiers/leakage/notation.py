@@ -330,7 +330,8 @@ ANSWER_WORDS = {
     "da": {"svar", "svaret", "resultat", "resultatet", "løsning", "løsningen"},
 }  # fmt: skip
 _ANSWER_SLOT_BEFORE = re.compile(
-    r"(?:\b(?:answer|result|is|get|gives?|equals?)|[:=])\W*$", re.IGNORECASE
+    r"(?:\b(?:answer|result|solution)\b[^.\n]{0,12}|\b(?:it\s+is|it's|get|gives?|equals?)|[:=])\W*$",
+    re.IGNORECASE,
 )
 _ANSWER_SLOT_AFTER = re.compile(r"\s*(?:[.!?]|$)")
 # Numbers below 3 are read alone only in these words: the others are articles too ("un",
