@@ -226,7 +226,7 @@ def _composed(text: str) -> Iterator[Candidate]:
         if not (numerator.lstrip("-").isdigit() and denominator.isdigit()):
             numerator, denominator = f"({numerator})", f"({denominator})"
         yield Candidate(f"{numerator}/{denominator}", match.start(), match.end(), assembled=True)
-    coordinates = {}
+    coordinates: dict[int, re.Match[str]] = {}
     for match in _COORDINATE.finditer(text):
         coordinates.setdefault(_COORDINATE_ORDER[match.group(1).lower()], match)
     count = next(k for k in range(len(coordinates) + 1) if k not in coordinates)
@@ -234,15 +234,16 @@ def _composed(text: str) -> Iterator[Candidate]:
         parts = [coordinates[k] for k in range(count)]
         tuple_text = "(" + ", ".join(m.group(2).strip() for m in parts) + ")"
         yield Candidate(tuple_text, parts[0].start(), parts[-1].end(), assembled=True)
-    chain: list[re.Match[str]] = []
-    for match in [*_DIGIT_PART.finditer(text), None]:
-        if match is not None and (not chain or match.start() - chain[-1].end() <= _DIGIT_PART_GAP):
-            chain.append(match)
-            continue
+    chains: list[list[re.Match[str]]] = []
+    for match in _DIGIT_PART.finditer(text):
+        if chains and match.start() - chains[-1][-1].end() <= _DIGIT_PART_GAP:
+            chains[-1].append(match)
+        else:
+            chains.append([match])
+    for chain in chains:
         if len(chain) > 1 and any("digit" in m.group().lower() for m in chain):
             digits = "".join(m.group(1) for m in chain)
             yield Candidate(digits, chain[0].start(1), chain[-1].end(1), assembled=True)
-        chain = [match] if match is not None else []
 
 
 def _pointed(text: str) -> Iterator[Candidate]:

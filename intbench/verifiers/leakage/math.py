@@ -267,7 +267,8 @@ class _Message:
         cue = _CUE_BEFORE.search(before)
         if cue and not _NO_CUE_BEFORE.search(before):
             # The cue with the word before it ("What is", "N =") against the statement.
-            phrase = re.search(r"\S*\s*$", before[: cue.start()]).group() + before[cue.start() :]
+            word = before[: cue.start()].rstrip().rsplit(maxsplit=1)[-1:]
+            phrase = " ".join([*word, before[cue.start() :]])
             if not _in_statement(phrase.rstrip() + " " + text, statement):
                 return True
         after = _CUE_AFTER.match(self.text, candidate.end, candidate.end + _CUE_REACH)
