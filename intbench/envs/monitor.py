@@ -251,8 +251,10 @@ class MonitorEnv(FlowEnv):
         if cut is not None:
             # The transfer arms need only the message, so they share the
             # continuation's batch.
+            intervention = episode.intervention
+            assert intervention is not None  # an intervention was recorded just above
             post_correct, transfer = yield from flows.gather(
-                self._continue(episode.intervention, cut),
+                self._continue(intervention, cut),
                 self._transfer(message, episode.baseline),
             )
         else:

@@ -125,7 +125,7 @@ def _runs(text: str, variables: frozenset[str]) -> Iterator[list[_Token]]:
     read letter by letter, any other word ends the run."""
     run: list[_Token] = []
     for match in _TOKEN.finditer(text):
-        kind, value = match.lastgroup, match.group()
+        kind, value = match.lastgroup or "", match.group()
         if kind == "word" and len(value) <= 3 and set(value) <= variables:
             run.extend(_Token("var", c, match.start() + k, match.start() + k + 1)
                        for k, c in enumerate(value))  # fmt: skip
@@ -279,7 +279,9 @@ def _whole_pieces(text: str, run: list[_Token]) -> Iterator[Candidate]:
     """The run, the sides of its relations and their items, when longer than a window."""
     if len(run) <= MAX_WINDOW:
         return
-    pieces, piece, depth = [run], [], 0
+    pieces: list[list[_Token]] = [run]
+    piece: list[_Token] = []
+    depth = 0
     for token in run:
         depth += token.kind == "open"
         depth -= token.kind == "close"

@@ -78,7 +78,7 @@ from intbench.verifiers.leakage.expressions import (
 )
 from intbench.verifiers.leakage.notation import ANSWER_WORDS, recovery_text
 from intbench.verifiers.leakage.text import text_leaked
-from intbench.verifiers.math import normalize_answer, verify_math
+from intbench.verifiers.math import NormalizedAnswer, normalize_answer, verify_math
 
 if TYPE_CHECKING:
     from intbench.verifiers.leakage.verdicts import LeakVerdict
@@ -127,7 +127,7 @@ class _Reference:
     """What the detector needs of a problem, worked out once per problem (every message of
     an episode is checked against the same one)."""
 
-    normalized: object  # the verifier's NormalizedAnswer
+    normalized: NormalizedAnswer
     variables: frozenset[str]
     samples: tuple[complex, ...] | None
     items: int
@@ -205,7 +205,8 @@ def _may_be_answer(span: str, reference: _Reference) -> bool:
         if is_fragment(span):
             return False  # "\\frac{1}" of "\\frac{1}{2": no answer, no worker call
         return not _magnitudes_differ(span, reference)
-    return not all(samples_differ(r, reference.samples) for r in readings)
+    samples = reference.samples
+    return samples is None or not all(samples_differ(r, samples) for r in readings)
 
 
 def _magnitudes_differ(span: str, reference: _Reference) -> bool:
