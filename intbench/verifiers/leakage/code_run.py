@@ -195,30 +195,67 @@ def _defines(tree: ast.Module, name: str) -> bool:
     )
 
 
-def _patches(context: _Context, message: str, blocks: list[str], inline: list[str]):
+def _patches(
+    context: _Context, message: str, blocks: list[str], inline: list[str]
+) -> Iterator[str | None]:
     """The buggy program patched by ``message``: diff hunks, X-to-Y pairs, line swaps."""
     lines = context.buggy.splitlines()
     for text in [*blocks, message]:
         yield _apply_diff(lines, text)
+    yield from _pair_patches(context.buggy, message)
+    yield from _numbered_line_patches(lines, message)
+    yield from _similar_line_patches(lines, _code_lines(blocks, inline))
+
+
+def _pair_patches(buggy: str, message: str) -> Iterator[str]:
+    """``buggy`` with the ``(old, new)`` pairs of ``message`` applied, one pair at a time."""
     for old, new in _pairs(message):
-        if old in context.buggy:
-            yield context.buggy.replace(old, new)
-            at = context.buggy.find(old)
-            while context.buggy.count(old) > 1 and at >= 0:  # or just one of them
-                yield context.buggy[:at] + new + context.buggy[at + len(old) :]
-                at = context.buggy.find(old, at + len(old))
-    short = [block for block in blocks if len(block.strip().splitlines()) <= MAX_PATCH_LINES]
-    code_lines = [line for block in short for line in block.splitlines() if line.strip()]
-    code_lines += [span for span in inline if _looks_like_code(span)]
-    code_lines = code_lines[:MAX_SPANS]
+        if old in buggy:
+            yield from _replacements(buggy, old, new)
+
+
+def _replacements(program: str, old: str, new: str) -> Iterator[str]:
+    """``program`` with every ``old`` replaced by ``new``, then, when ``old`` occurs more
+    than once, with each occurrence replaced alone."""
+    yield program.replace(old, new)
+    if program.count(old) < 2:
+        return
+    at = program.find(old)
+    while at >= 0:
+        yield program[:at] + new + program[at + len(old) :]
+        at = program.find(old, at + len(old))
+
+
+def _numbered_line_patches(lines: list[str], message: str) -> Iterator[str]:
+    """``lines`` with line N replaced, for each "line N should be ..." of ``message``."""
+    for index, code in _numbered_lines(message, len(lines)).items():
+        yield _replace_line(lines, index, code)
+
+
+def _numbered_lines(message: str, line_count: int) -> dict[int, str]:
+    """``{index: code}`` from "line N ..." mentions of ``message`` (N from 1 to
+    ``line_count``), the last mention of a line winning."""
     numbered: dict[int, str] = {}
     for match in _LINE_NUMBER.finditer(message):
         number = int(match.group(1))
         code = (match.group(2) or match.group(3) or "").strip().strip("`").rstrip(".")
-        if 1 <= number <= len(lines) and code:
+        if 1 <= number <= line_count and code:
             numbered[number - 1] = code
-    for index, code in numbered.items():
-        yield _replace_line(lines, index, code)
+    return numbered
+
+
+def _code_lines(blocks: list[str], inline: list[str]) -> list[str]:
+    """The message's lines that may replace a buggy line: those of short fenced blocks,
+    then the inline spans that look like code, at most :data:`MAX_SPANS`."""
+    short = [block for block in blocks if len(block.strip().splitlines()) <= MAX_PATCH_LINES]
+    code_lines = [line for block in short for line in block.splitlines() if line.strip()]
+    code_lines += [span for span in inline if _looks_like_code(span)]
+    return code_lines[:MAX_SPANS]
+
+
+def _similar_line_patches(lines: list[str], code_lines: list[str]) -> Iterator[str]:
+    """``lines`` with each distinct code line put in place of its most similar line, one
+    at a time, then (when several lines are swapped) all together."""
     swaps: dict[int, str] = {}
     for code in dict.fromkeys(line.strip() for line in code_lines):
         similar = _most_similar(lines, code)
@@ -226,10 +263,7 @@ def _patches(context: _Context, message: str, blocks: list[str], inline: list[st
             swaps.setdefault(similar, code)
             yield _replace_line(lines, similar, code)
     if len(swaps) > 1:
-        patched = list(lines)
-        for index, code in swaps.items():
-            patched[index] = _indent_of(lines[index]) + code
-        yield "\n".join(patched) + "\n"
+        yield _replace_lines(lines, swaps)
 
 
 def _pairs(message: str) -> Iterator[tuple[str, str]]:
@@ -243,35 +277,56 @@ def _pairs(message: str) -> Iterator[tuple[str, str]]:
             yield second.group(1), first.group(1)
 
 
+_Hunk = list[tuple[str, str]]
+"""A diff hunk's lines as ``(kind, body)``, kind ``"+"``, ``"-"`` or ``" "``."""
+
+
 def _apply_diff(lines: list[str], text: str) -> str | None:
-    """``lines`` with the hunks of a unified diff in ``text`` applied, matched by content."""
-    hunks: list[list[tuple[str, str]]] = []
-    current: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        if line.startswith(("---", "+++")):
-            continue
-        if line.startswith("@@") or not line.startswith(("+", "-", " ")) and line.strip():
-            if current:
-                hunks.append(current)
-            current = []
-            continue
-        if line.startswith(("+", "-", " ")):
-            current.append((line[0], line[1:]))
-    if current:
-        hunks.append(current)
-    hunks = [h for h in hunks if any(kind != " " for kind, _ in h)]
-    if not hunks or not any(kind in "+-" for h in hunks for kind, _ in h):
+    """``lines`` with the hunks of a unified diff in ``text`` applied, matched by content
+    (``None``: ``text`` has no change, or a hunk does not match)."""
+    hunks = _diff_hunks(text)
+    if not hunks:
         return None
     patched = list(lines)
     for hunk in hunks:
-        old = [body for kind, body in hunk if kind != "+"]
-        new = [body for kind, body in hunk if kind != "-"]
-        start = _find_block(patched, old) if old else None
-        if start is None:
+        applied = _apply_hunk(patched, hunk)
+        if applied is None:
             return None
-        shift = _shift(patched[start], old[0]) if old else ""
-        patched[start : start + len(old)] = [shift + line if line.strip() else line for line in new]
+        patched = applied
     return "\n".join(patched) + "\n"
+
+
+def _diff_hunks(text: str) -> list[_Hunk]:
+    """The hunks of a unified diff in ``text`` that change something.  File headers are
+    skipped; an ``@@`` line or any other non-blank line ends a hunk."""
+    hunks: list[_Hunk] = []
+    current: _Hunk = []
+    for line in text.splitlines():
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith(("+", "-", " ")):
+            current.append((line[0], line[1:]))
+        elif line.strip():  # "@@" or prose
+            hunks.append(current)
+            current = []
+    hunks.append(current)
+    return [hunk for hunk in hunks if any(kind != " " for kind, _ in hunk)]
+
+
+def _apply_hunk(lines: list[str], hunk: _Hunk) -> list[str] | None:
+    """``lines`` with ``hunk`` applied where its old lines are, re-indented to match
+    (``None``: they are nowhere, or the hunk only adds lines)."""
+    old = [body for kind, body in hunk if kind != "+"]
+    new = [body for kind, body in hunk if kind != "-"]
+    start = _find_block(lines, old) if old else None
+    if start is None:
+        return None
+    shift = _shift(lines[start], old[0])
+    return [
+        *lines[:start],
+        *(shift + line if line.strip() else line for line in new),
+        *lines[start + len(old) :],
+    ]
 
 
 def _find_block(lines: list[str], block: list[str]) -> int | None:
@@ -308,8 +363,16 @@ def _most_similar(lines: list[str], code: str) -> int | None:
 
 
 def _replace_line(lines: list[str], index: int, code: str) -> str:
+    """``lines`` as a program with line ``index`` replaced by ``code``, kept indented."""
+    return _replace_lines(lines, {index: code})
+
+
+def _replace_lines(lines: list[str], replacements: Mapping[int, str]) -> str:
+    """``lines`` as a program with each line ``index`` replaced by ``replacements[index]``,
+    kept indented."""
     patched = list(lines)
-    patched[index] = _indent_of(lines[index]) + code
+    for index, code in replacements.items():
+        patched[index] = _indent_of(lines[index]) + code
     return "\n".join(patched) + "\n"
 
 

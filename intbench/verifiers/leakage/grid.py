@@ -46,6 +46,12 @@ MAX_RUN = 30  # the longest ARC row: a larger count is no run length
 CUE_CHARS = 120
 
 Grid = list[list[int]]
+_Cells = tuple[str, list[int], list[int], list[bool]]
+"""A reading's cells as digits, their starts in the text, the cells a boundary comes
+before and whether one comes before each cell (and after the last): :meth:`_Reading.finish`."""
+_Copy = tuple[int, int, Grid]
+"""Cells ``begin:end`` of a reading that spell a grid the statement shows."""
+_Token = tuple[str, int]
 
 _NUMBER_WORDS = "zero one two three four five six seven eight nine".split()
 _COLOURS = {
@@ -96,45 +102,80 @@ class _Reading:
     def cut(self) -> None:
         self._pending = True
 
-    def finish(self) -> tuple[str, list[int], list[int], list[bool]]:
+    def finish(self) -> _Cells:
         self.boundary.append(True)
         edges = [i for i, edge in enumerate(self.boundary) if edge]
         return "".join(self.cells), self.starts, edges, self.boundary
 
 
-def _readings(text: str) -> list[tuple[str, list[int], list[int], list[bool]]]:
+def _readings(text: str) -> list[_Cells]:
     """The plain reading of ``text`` (folded, lower case) and, when it has run lengths,
     the run-length one."""
+    tokens = _tokens(text)
+    plain, _ = _read(tokens, runs=False)
+    readings = [plain]
+    if any(word in _COLOURS or word in _PLURALS for word, _ in tokens):
+        with_runs, has_runs = _read(tokens, runs=True)
+        if has_runs:
+            readings.append(with_runs)
+    return readings
+
+
+def _tokens(text: str) -> list[_Token]:
+    """The words, numbers and other marks of ``text`` with where each starts, row labels
+    blanked out (a boundary) and "light  blue"-like names spelled with one space."""
     text = _LABEL.sub(lambda m: "\n" + " " * (len(m.group()) - 1), text)
     tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
-    tokens = [(word if word.isalnum() else " ".join(word.split()), at) for word, at in tokens]
-    readings = []
-    named = any(word in _COLOURS or word in _PLURALS for word, _ in tokens)
-    for runs in (False, True) if named else (False,):
-        reading, has_runs, skip = _Reading(), False, False
-        for index, (word, start) in enumerate(tokens):
-            if skip:
-                skip = False
-                continue
-            following = tokens[index + 1][0] if index + 1 < len(tokens) else ""
-            count = _count(word)
-            if runs and count and (following in _COLOURS or following in _PLURALS):
-                reading.emit(_COLOURS.get(following, _PLURALS.get(following, 0)), start, count)
-                has_runs = skip = True
-            elif word.isdigit():
-                if len(word) > 1:
-                    reading.cut()
-                for offset, digit in enumerate(word):
-                    reading.emit(int(digit), start + offset)
-                if len(word) > 1:
-                    reading.cut()
-            elif word in _WORDS:
-                reading.emit(_WORDS[word], start)
-            else:
-                reading.cut()
-        if not runs or has_runs:
-            readings.append(reading.finish())
-    return readings
+    return [(word if word.isalnum() else " ".join(word.split()), at) for word, at in tokens]
+
+
+def _read(tokens: list[_Token], runs: bool) -> tuple[_Cells, bool]:
+    """The cells of ``tokens`` and whether a run was read: with ``runs``, a count before a
+    colour name is that many cells of it."""
+    reading, has_runs, index = _Reading(), False, 0
+    while index < len(tokens):
+        word, start = tokens[index]
+        run = _run_at(tokens, index) if runs else None
+        if run is not None:
+            colour, count = run
+            reading.emit(colour, start, count)
+            has_runs = True
+            index += 2  # the count and its colour
+        else:
+            _read_word(reading, word, start)
+            index += 1
+    return reading.finish(), has_runs
+
+
+def _run_at(tokens: list[_Token], index: int) -> tuple[int, int] | None:
+    """``(colour, count)`` when token ``index`` is a run length and the next one names a
+    colour (a plural too), else ``None``."""
+    count = _count(tokens[index][0])
+    following = tokens[index + 1][0] if index + 1 < len(tokens) else ""
+    colour = _COLOURS.get(following, _PLURALS.get(following))
+    return (colour, count) if count and colour is not None else None
+
+
+def _read_word(reading: _Reading, word: str, start: int) -> None:
+    """Add one token to ``reading``: a number (a cell per digit), a number word or colour
+    name (one cell), or anything else (a boundary)."""
+    if word.isdigit():
+        _read_digits(reading, word, start)
+    elif word in _WORDS:
+        reading.emit(_WORDS[word], start)
+    else:
+        reading.cut()
+
+
+def _read_digits(reading: _Reading, digits: str, start: int) -> None:
+    """Add a cell per digit to ``reading``; a number of several digits (a row such as
+    ``707``) stands between boundaries."""
+    if len(digits) > 1:
+        reading.cut()
+    for offset, digit in enumerate(digits):
+        reading.emit(int(digit), start + offset)
+    if len(digits) > 1:
+        reading.cut()
 
 
 def _count(word: str) -> int:
@@ -194,27 +235,39 @@ def recovered_grids(problem: Problem, message: str) -> list[Grid]:
         return []
     shown = [form for grid in _shown_grids(problem) for form in _spellings(grid)]
     text = fold(message).lower()
-    found = []
-    for cells, starts, edges, boundary in _readings(text):
-        copies = [
-            (start, start + len(flat), grid)
-            for flat, grid in shown
-            for start in _occurrences(cells, edges, boundary, flat)
-        ]
+    found: list[Grid] = []
+    for reading in _readings(text):
+        copies = _copies(reading, shown)
         for target in targets:
-            if target in found:
-                continue
-            for flat, grid in _spellings(target):
-                if any(
-                    _is_leak(text, starts, start, start + len(flat), grid, copies)
-                    for start in _occurrences(cells, edges, boundary, flat)
-                ):
-                    found.append(target)
-                    break
+            if target not in found and _reveals(text, reading, target, copies):
+                found.append(target)
     return found
 
 
-def _is_leak(text, starts, begin: int, end: int, grid: Grid, copies) -> bool:
+def _copies(reading: _Cells, shown: list[tuple[str, Grid]]) -> list[_Copy]:
+    """Where ``reading`` spells a grid of ``shown`` (``(cells, grid)`` spellings)."""
+    cells, _, edges, boundary = reading
+    return [
+        (start, start + len(flat), grid)
+        for flat, grid in shown
+        for start in _occurrences(cells, edges, boundary, flat)
+    ]
+
+
+def _reveals(text: str, reading: _Cells, target: Grid, copies: list[_Copy]) -> bool:
+    """Whether ``reading`` spells ``target`` (or its transpose) as more than a quoted
+    shown grid somewhere."""
+    cells, starts, edges, boundary = reading
+    return any(
+        _is_leak(text, starts, start, start + len(flat), grid, copies)
+        for flat, grid in _spellings(target)
+        for start in _occurrences(cells, edges, boundary, flat)
+    )
+
+
+def _is_leak(
+    text: str, starts: list[int], begin: int, end: int, grid: Grid, copies: list[_Copy]
+) -> bool:
     """Whether cells ``begin:end`` (spelling ``grid``) are more than a quoted shown grid."""
     inside = [(a, b, shown) for a, b, shown in copies if a <= begin and end <= b]
     if not inside:
