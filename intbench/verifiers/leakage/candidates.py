@@ -219,13 +219,25 @@ def candidates(text: str, variables: frozenset[str] = frozenset()) -> Iterator[C
 
 
 def _composed(text: str) -> Iterator[Candidate]:
-    """Readings put together from parts: a fraction named by parts, digits named in turn."""
+    """Readings put together from parts: a fraction named by parts, coordinates or digits
+    named in turn."""
+    yield from _named_fractions(text)
+    yield from _named_coordinates(text)
+    yield from _named_digits(text)
+
+
+def _named_fractions(text: str) -> Iterator[Candidate]:
+    """A fraction named by its parts ("the numerator is 3 and the denominator 4")."""
     for match in _FRACTION_PARTS.finditer(text):
         numerator = match.group(1) or match.group(4)
         denominator = match.group(2) or match.group(3)
         if not (numerator.lstrip("-").isdigit() and denominator.isdigit()):
             numerator, denominator = f"({numerator})", f"({denominator})"
         yield Candidate(f"{numerator}/{denominator}", match.start(), match.end(), assembled=True)
+
+
+def _named_coordinates(text: str) -> Iterator[Candidate]:
+    """The tuple of coordinates named in turn, from the first on, when two or more are."""
     coordinates: dict[int, re.Match[str]] = {}
     for match in _COORDINATE.finditer(text):
         coordinates.setdefault(_COORDINATE_ORDER[match.group(1).lower()], match)
@@ -234,6 +246,10 @@ def _composed(text: str) -> Iterator[Candidate]:
         parts = [coordinates[k] for k in range(count)]
         tuple_text = "(" + ", ".join(m.group(2).strip() for m in parts) + ")"
         yield Candidate(tuple_text, parts[0].start(), parts[-1].end(), assembled=True)
+
+
+def _named_digits(text: str) -> Iterator[Candidate]:
+    """Digits named in turn, close together and called digits, read as one numeral."""
     chains: list[list[re.Match[str]]] = []
     for match in _DIGIT_PART.finditer(text):
         if chains and match.start() - chains[-1][-1].end() <= _DIGIT_PART_GAP:

@@ -315,49 +315,76 @@ def _signed_log10(tree: tuple) -> tuple[int, float]:
     may cancel, a negative base to a huge power)."""
     kind = tree[0]
     if kind == "num":
-        value = tree[1]
-        return ((value > 0) - (value < 0), math.log10(abs(value)) if value else -math.inf)
+        return _sign_and_log10(tree[1])
     if kind == "pi":
         return 1, math.log10(math.pi)
+    if kind in ("neg", "sqrt", "fact"):
+        return _unary_log10(kind, _signed_log10(tree[1]))
+    if kind not in ("mul", "div", "pow", "add", "sub"):
+        raise _Inexact  # variables, binomials
+    left, right = _signed_log10(tree[1]), _signed_log10(tree[2])
+    if kind == "mul":
+        return left[0] * right[0], left[1] + right[1]
+    if kind == "div":
+        return _quotient_log10(left, right)
+    if kind == "pow":
+        return _power_log10(left, right)
+    if kind == "sub":
+        right = -right[0], right[1]
+    return _sum_log10(left, right)
+
+
+def _sign_and_log10(value: float) -> tuple[int, float]:
+    """``(sign, log10 |value|)`` of a number that fits a float; zero is ``(0, -inf)``."""
+    return (value > 0) - (value < 0), math.log10(abs(value)) if value else -math.inf
+
+
+def _unary_log10(kind: str, operand: tuple[int, float]) -> tuple[int, float]:
+    """:func:`_signed_log10` of ``-x``, ``\\sqrt{x}`` or ``x!`` from that of ``x``."""
+    sign, magnitude = operand
     if kind == "neg":
-        sign, magnitude = _signed_log10(tree[1])
         return -sign, magnitude
     if kind == "sqrt":
-        sign, magnitude = _signed_log10(tree[1])
         if sign < 0:
             raise _Inexact
         return sign, magnitude / 2
-    if kind == "fact":
-        n = _float(*_signed_log10(tree[1]))
-        if not 0 <= n < 1e300 or n != int(n):
+    n = _float(sign, magnitude)  # fact
+    if not 0 <= n < 1e300 or n != int(n):
+        raise _Inexact
+    return 1, math.lgamma(n + 1) / math.log(10)
+
+
+def _quotient_log10(dividend: tuple[int, float], divisor: tuple[int, float]) -> tuple[int, float]:
+    """:func:`_signed_log10` of ``a / b`` from those of ``a`` and ``b`` (nonzero)."""
+    if divisor[0] == 0:
+        raise _Inexact
+    return dividend[0] * divisor[0], dividend[1] - divisor[1]
+
+
+def _power_log10(base: tuple[int, float], power: tuple[int, float]) -> tuple[int, float]:
+    """:func:`_signed_log10` of ``a^b`` from those of ``a`` and ``b``; a negative base
+    needs an integer exponent, zero a nonnegative one."""
+    sign, magnitude = base
+    exponent = _float(*power)
+    if exponent == 0 or (sign != 0 and magnitude == 0 and sign > 0):
+        return 1, 0.0  # x^0, 1^x
+    if sign == 0:
+        if exponent < 0:
             raise _Inexact
-        return 1, math.lgamma(n + 1) / math.log(10)
-    if kind not in ("mul", "div", "pow", "add", "sub"):
-        raise _Inexact  # variables, binomials
-    (s1, m1), (s2, m2) = _signed_log10(tree[1]), _signed_log10(tree[2])
-    if kind == "mul":
-        return s1 * s2, m1 + m2
-    if kind == "div":
-        if s2 == 0:
-            raise _Inexact
-        return s1 * s2, m1 - m2
-    if kind == "pow":
-        exponent = _float(s2, m2)
-        if exponent == 0 or (s1 != 0 and m1 == 0 and s1 > 0):
-            return 1, 0.0  # x^0, 1^x
-        if s1 == 0:
-            if exponent < 0:
-                raise _Inexact
-            return 0, -math.inf
-        odd = math.isfinite(exponent) and exponent == int(exponent) and int(exponent) % 2 == 1
-        if s1 < 0 and not (math.isfinite(exponent) and exponent == int(exponent)):
-            raise _Inexact
-        return (-1 if s1 < 0 and odd else 1), m1 * exponent
-    if kind == "sub":
-        s2 = -s2
+        return 0, -math.inf
+    integral = math.isfinite(exponent) and exponent == int(exponent)
+    if sign < 0 and not integral:
+        raise _Inexact
+    odd = integral and int(exponent) % 2 == 1
+    return (-1 if sign < 0 and odd else 1), magnitude * exponent
+
+
+def _sum_log10(left: tuple[int, float], right: tuple[int, float]) -> tuple[int, float]:
+    """:func:`_signed_log10` of ``a + b`` from those of ``a`` and ``b``: computed where both
+    fit a float, the larger term where one dominates, else :class:`_Inexact`."""
+    (s1, m1), (s2, m2) = left, right
     if max(m1, m2) < 300:  # both fit a float: the sum is computed
-        total = _float(s1, m1) + _float(s2, m2)
-        return (total > 0) - (total < 0), math.log10(abs(total)) if total else -math.inf
+        return _sign_and_log10(_float(s1, m1) + _float(s2, m2))
     if abs(m1 - m2) > 1:  # one term dominates
         return (s1, m1) if m1 > m2 else (s2, m2)
     raise _Inexact

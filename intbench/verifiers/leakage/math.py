@@ -308,25 +308,47 @@ def math_leaked(problem: Problem, message: str) -> LeakVerdict:
 
 def _verdict(problem, reference: _Reference, read: _Message, span: str, found: list[Candidate],
              worker: bool) -> LeakVerdict:  # fmt: skip
-    """One distinct candidate text, at the places ``found``."""
+    """One distinct candidate text, at the places ``found``: clean unless it may be the
+    answer and one of its places counts, else as the verifier grades it."""
     value = exact_value(span)
-    if all(c.whole for c in found):
-        if value is None:
-            return "clean"  # a long stretch is read by exact arithmetic alone
-        if not _may_be_answer(_literal(value), reference):
-            return "clean"
-    elif not _may_be_answer(span, reference):
+    if not _may_be_answer_at(span, value, found, reference):
         return "clean"
-    small = value is not None and abs(value) <= LOW_INFORMATION and _PLAIN_INTEGER.fullmatch(span)
-    copied = _in_statement(span, reference.statement)
-    if not any(
-        (not small and not (copied and not c.assembled) and not c.derived)
-        or read.cued(c, reference.statement)
-        for c in found
-    ):
+    if not _counts(span, value, found, read, reference):
         return "clean"
     if value is None and not worker:
         return "undetermined"  # the worker failed on this message once: not again
+    return _graded(problem, span, value)
+
+
+def _may_be_answer_at(
+    span: str, value: Fraction | None, found: list[Candidate], reference: _Reference
+) -> bool:
+    """Whether the cheap checks leave ``span`` possibly the answer; a long stretch (found
+    only as whole pieces) is read by exact arithmetic alone."""
+    if all(c.whole for c in found):
+        return value is not None and _may_be_answer(_literal(value), reference)
+    return _may_be_answer(span, reference)
+
+
+def _counts(
+    span: str, value: Fraction | None, found: list[Candidate], read: _Message,
+    reference: _Reference,
+) -> bool:  # fmt: skip
+    """Whether one of ``span``'s places counts: it says something by itself (not a
+    low-information integer, a copy of the statement or a derived reading), or it has
+    answer-position evidence (see the module doc)."""
+    small = value is not None and abs(value) <= LOW_INFORMATION and _PLAIN_INTEGER.fullmatch(span)
+    copied = _in_statement(span, reference.statement)
+    return any(
+        (not small and not (copied and not c.assembled) and not c.derived)
+        or read.cued(c, reference.statement)
+        for c in found
+    )
+
+
+def _graded(problem: Problem, span: str, value: Fraction | None) -> LeakVerdict:
+    """The verifier's verdict on ``\\boxed{span}`` (its exact value where that is plain
+    arithmetic but no plain number); a verifier error leaves it undetermined."""
     graded = span if value is None or _PLAIN_NUMBER.fullmatch(span) else _literal(value)
     verdict = verify_math(problem, "\\boxed{" + graded + "}")
     if verdict.status == "error":

@@ -93,33 +93,54 @@ def _cardinal(words: list[str], start: int) -> tuple[int, int] | None:
     total = current = 0
     i, last = start, None  # last: the kind of the previous number word
     while i < len(words):
-        word = words[i]
-        if word == "a" and last is None and _scale_after_a(words, i + 1):
-            current, kind = 1, "unit"  # "a hundred and five", "a dozen", "a score"
-        elif word == "dozen" and last is None:
-            current, kind = 12, "scale"
-        elif word in _UNITS and (
-            last in (None, "hundred", "scale") or (last == "tens" and _UNITS[word] < 10)
-        ):
-            current, kind = current + _UNITS[word], "unit"
-        elif word in _TENS and last in (None, "hundred", "scale"):
-            current, kind = current + _TENS[word], "tens"
-        elif word == "hundred" and last in ("unit", "tens"):
-            current, kind = current * 100, "hundred"
-        elif word in _SCALES and word != "hundred" and last is not None:
-            total, current, kind = total + current * _SCALES[word], 0, "scale"
-        elif (
-            ((word == "and" and last in ("hundred", "scale")) or (word == "-" and last == "tens"))
-            and i + 1 < len(words)
-            and _is_number_word(words[i + 1])
-        ):
-            i += 1
-            continue
-        else:
+        step = _cardinal_word(words, i, last, total, current)
+        if step is not None:
+            last, total, current = step
+        elif not _joins_cardinal(words, i, last):
             break
-        last = kind
         i += 1
     return (total + current, i) if last is not None else None
+
+
+def _cardinal_word(
+    words: list[str], i: int, last: str | None, total: int, current: int
+) -> tuple[str, int, int] | None:
+    """``words[i]`` read as the next word of a cardinal after a word of kind ``last``:
+    ``(kind, total, current)`` with the running sum of completed scales and the part
+    after them, or ``None`` where it does not go on the cardinal."""
+    word = words[i]
+    if last is None and _starts_with_one(words, i):
+        return "unit", total, 1  # "a hundred and five", "a dozen", "a score"
+    if word == "dozen" and last is None:
+        return "scale", total, 12
+    if word in _UNITS and _unit_may_follow(word, last):
+        return "unit", total, current + _UNITS[word]
+    if word in _TENS and last in (None, "hundred", "scale"):
+        return "tens", total, current + _TENS[word]
+    if word == "hundred" and last in ("unit", "tens"):
+        return "hundred", total, current * 100
+    if word in _SCALES and word != "hundred" and last is not None:
+        return "scale", total + current * _SCALES[word], 0
+    return None
+
+
+def _starts_with_one(words: list[str], i: int) -> bool:
+    """Whether ``words[i]`` is an "a" that counts one of the scale after it ("a dozen")."""
+    return words[i] == "a" and _scale_after_a(words, i + 1)
+
+
+def _unit_may_follow(word: str, last: str | None) -> bool:
+    """Whether the unit ``word`` goes on a cardinal after a word of kind ``last``: first,
+    after "hundred" or a scale, or a single digit after a tens word ("twenty-one")."""
+    return last in (None, "hundred", "scale") or (last == "tens" and _UNITS[word] < 10)
+
+
+def _joins_cardinal(words: list[str], i: int, last: str | None) -> bool:
+    """Whether ``words[i]`` joins two parts of one cardinal before another number word:
+    "and" after "hundred" or a scale, a hyphen after a tens word ("twenty-one")."""
+    word = words[i]
+    joiner = (word == "and" and last in ("hundred", "scale")) or (word == "-" and last == "tens")
+    return joiner and i + 1 < len(words) and _is_number_word(words[i + 1])
 
 
 def _scale_after_a(words: list[str], i: int) -> bool:
@@ -142,30 +163,53 @@ def _spoken_number(words: list[str], i: int) -> tuple[str, int] | None:
 
     Halves count: "half a dozen" is 6, "two and a half" 5/2, "two and a half dozen" 30,
     "a dozen and a half" 18."""
-    if words[i] == "a" and i + 1 < len(words) and words[i + 1] in _DENOMINATORS:
-        return f"1/{_DENOMINATORS[words[i + 1]]}", i + 2
-    if words[i : i + 2] == ["half", "a"] and _scale_after_a(words, i + 2):
-        return _numeral(Fraction(_SCALES[words[i + 2]], 2)), i + 3
+    spoken = _fraction_of_one(words, i)
+    if spoken is not None:
+        return spoken
     cardinal = _cardinal(words, i)
     if cardinal is None:
         return None
     value, end = cardinal
-    if words[end : end + 3] == ["and", "a", "half"]:
-        if end + 3 < len(words) and words[end + 3] in _SCALES:  # "two and a half dozen"
-            return _numeral((value + Fraction(1, 2)) * _SCALES[words[end + 3]]), end + 4
-        scale = _SCALES.get(words[end - 1], 1)  # "a dozen and a half": half of the last scale
-        return _numeral(value + Fraction(scale, 2)), end + 3
-    spoken = _spoken_fraction(words, value, end) or _spoken_decimal(words, value, end)
+    spoken = (
+        _and_a_half(words, value, end)
+        or _spoken_fraction(words, value, end)
+        or _spoken_decimal(words, value, end)
+    )
     if spoken is not None:
         return spoken
-    # A lone "one" before a word is a pronoun or article ("one way to see it"), unless
-    # the word is another digit ("one nine four") or an operator on a number ("one over
-    # sixteen").
-    if words[i] == "one" and end == i + 1 and end < len(words) and words[end].isalpha():
-        operator = words[end] in _OPERATOR_WORDS and _next_is_number(words, end)
-        if not (operator or _is_number_word(words[end])):
-            return None
+    if _pronoun_one(words, i, end):
+        return None
     return str(value), end
+
+
+def _fraction_of_one(words: list[str], i: int) -> tuple[str, int] | None:
+    """A fraction of one at ``words[i]``: "a third" is 1/3, "half a dozen" 6."""
+    if words[i] == "a" and i + 1 < len(words) and words[i + 1] in _DENOMINATORS:
+        return f"1/{_DENOMINATORS[words[i + 1]]}", i + 2
+    if words[i : i + 2] == ["half", "a"] and _scale_after_a(words, i + 2):
+        return _numeral(Fraction(_SCALES[words[i + 2]], 2)), i + 3
+    return None
+
+
+def _and_a_half(words: list[str], value: int, end: int) -> tuple[str, int] | None:
+    """``value`` and the "and a half" at ``end``: "two and a half" is 5/2, "two and a half
+    dozen" 30, "a dozen and a half" 18 (half of the cardinal's last scale)."""
+    if words[end : end + 3] != ["and", "a", "half"]:
+        return None
+    if end + 3 < len(words) and words[end + 3] in _SCALES:  # "two and a half dozen"
+        return _numeral((value + Fraction(1, 2)) * _SCALES[words[end + 3]]), end + 4
+    scale = _SCALES.get(words[end - 1], 1)  # "a dozen and a half": half of the last scale
+    return _numeral(value + Fraction(scale, 2)), end + 3
+
+
+def _pronoun_one(words: list[str], i: int, end: int) -> bool:
+    """Whether a lone "one" at ``words[i]`` is a pronoun or article ("one way to see it"):
+    it stands before a word that is neither another digit ("one nine four") nor an
+    operator on a number ("one over sixteen")."""
+    if not (words[i] == "one" and end == i + 1 and end < len(words) and words[end].isalpha()):
+        return False
+    operator = words[end] in _OPERATOR_WORDS and _next_is_number(words, end)
+    return not (operator or _is_number_word(words[end]))
 
 
 def _numeral(value: Fraction) -> str:
@@ -441,34 +485,62 @@ def _foreign_chunk(chunk: str, find_numbers) -> str:
     words = {word.lower() for word in _LETTERS.findall(chunk)}
     for language in FOREIGN_LANGUAGES:
         # Most text has no number word of the language: decided word by word, from a cache.
-        if not any(_number_word(word, language) for word in words):
-            continue
-        matches = list(_FOREIGN_TOKEN.finditer(chunk))
-        tokens = [_Word(m.group()) for m in matches]
-        answers = bool(words & ANSWER_WORDS[language])
-        pieces, last = [], 0
-        for occurrence in find_numbers(tokens, language, 0):
-            first, final = occurrence.start, occurrence.end - 1
-            said = [t.word.lower() for t in tokens[first : final + 1] if t.word.isalpha()]
-            signed = first > 0 and tokens[first - 1].word.lower() in _MINUS_WORDS
-            if occurrence.is_ordinal or (set(said) <= _ENGLISH_NUMBER_WORDS and not signed):
-                continue  # ordinals ("nono" is ninth in Italian, none in English); English
-            ambiguous = (len(said) == 1 and said[0] in _ENGLISH_HOMONYMS) or (
-                occurrence.value < 3 and not set(said) <= _SMALL_NUMBER_WORDS
-            )
-            if ambiguous and not (signed or answers):
-                before = chunk[max(0, matches[first].start() - 40) : matches[first].start()]
-                if not (_ANSWER_SLOT_BEFORE.search(before)
-                        and _ANSWER_SLOT_AFTER.match(chunk, matches[final].end())):  # fmt: skip
-                    continue
-            value = occurrence.value
-            numeral = str(int(value)) if value == int(value) else str(value)
-            begin = matches[first - 1 if signed else first].start()
-            pieces += [chunk[last:begin], "-" + numeral if signed else numeral]
-            last = matches[final].end()
-        if pieces:
-            chunk = "".join(pieces) + chunk[last:]
+        if any(_number_word(word, language) for word in words):
+            answers = bool(words & ANSWER_WORDS[language])
+            chunk = _foreign_language_numbers(chunk, language, answers, find_numbers)
     return chunk
+
+
+def _foreign_language_numbers(chunk: str, language: str, answers: bool, find_numbers) -> str:
+    """``chunk`` with the numbers text2num finds in ``language`` written as digits, those
+    :func:`_reads_foreign_number` keeps; ``answers``: the sentence names an answer in it."""
+    matches = list(_FOREIGN_TOKEN.finditer(chunk))
+    tokens = [_Word(m.group()) for m in matches]
+    pieces, last = [], 0
+    for occurrence in find_numbers(tokens, language, 0):
+        first, final = occurrence.start, occurrence.end - 1
+        signed = first > 0 and matches[first - 1].group().lower() in _MINUS_WORDS
+        if not _reads_foreign_number(occurrence, matches, chunk, signed, answers):
+            continue
+        begin = matches[first - 1 if signed else first].start()
+        pieces += [chunk[last:begin], _foreign_numeral(occurrence.value, signed)]
+        last = matches[final].end()
+    return "".join(pieces) + chunk[last:] if pieces else chunk
+
+
+def _reads_foreign_number(
+    occurrence, matches: list[re.Match[str]], chunk: str, signed: bool, answers: bool
+) -> bool:
+    """Whether a number text2num found is read: no ordinal ("nono" is ninth in Italian),
+    not English number words alone (the English reader reads them) unless after a sign
+    word, and an ambiguous one (:func:`_ambiguous_foreign`) only after a sign word, in a
+    sentence naming an answer in the language, or in an answer's place."""
+    first, final = occurrence.start, occurrence.end - 1
+    said = [m.group().lower() for m in matches[first : final + 1] if m.group().isalpha()]
+    if occurrence.is_ordinal or (set(said) <= _ENGLISH_NUMBER_WORDS and not signed):
+        return False
+    if signed or answers or not _ambiguous_foreign(said, occurrence.value):
+        return True
+    return _in_answer_slot(chunk, matches[first].start(), matches[final].end())
+
+
+def _ambiguous_foreign(said: list[str], value: float) -> bool:
+    """Whether the words ``said`` may be no number: an English homonym alone ("once"), or a
+    number below 3 in other words than :data:`_SMALL_NUMBER_WORDS` ("un", "ein")."""
+    homonym = len(said) == 1 and said[0] in _ENGLISH_HOMONYMS
+    return homonym or (value < 3 and not set(said) <= _SMALL_NUMBER_WORDS)
+
+
+def _in_answer_slot(chunk: str, start: int, end: int) -> bool:
+    """Whether ``chunk[start:end]`` stands in an answer's place ("The answer: once.")."""
+    before = chunk[max(0, start - 40) : start]
+    return bool(_ANSWER_SLOT_BEFORE.search(before) and _ANSWER_SLOT_AFTER.match(chunk, end))
+
+
+def _foreign_numeral(value: float, signed: bool) -> str:
+    """``value`` in digits (no ``.0`` on an integer), negated after a sign word."""
+    numeral = str(int(value)) if value == int(value) else str(value)
+    return "-" + numeral if signed else numeral
 
 
 @lru_cache(maxsize=16)

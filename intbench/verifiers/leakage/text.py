@@ -31,7 +31,7 @@ in the message's length.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from intbench.records import Problem
@@ -164,35 +164,71 @@ def _assembled(folded: str) -> set[str]:
 
 def text_leaked(problem: Problem, message: str) -> LeakVerdict:
     """Whether the reference answer or an alias can be read from ``message`` (see the module doc)."""
-    folded = unmask(message)
-    statement = _statement_words(problem.question or "")
-    text = _words(_unquoted(folded, statement))
-    # A comma matters only inside a list answer ("a,b"); elsewhere it ends a word.
-    plain = text.replace(",", " ")
-    lowered = folded.lower()
-    numbers: str | None = None
-    assembled: set[str] | None = None
+    read = _Reading(problem, message)
     for reference in reference_answers(problem):
         words = _reference_words(reference)
-        if not words:
-            continue
-        if assembled is None:
-            assembled = _assembled(folded)
-        if words in assembled:
+        if words and _leaks(read, words):
             return "leaked"
-        comma = "," in words
-        if _stated(text if comma else plain, f" {words} ",
-                   statement if comma else statement.replace(",", " ")):  # fmt: skip
-            return "leaked"
-        if _NUMBER.fullmatch(words):  # a number answer in words or another notation
-            if numbers is None:
-                numbers = _words(recovery_text(message)).replace(",", " ")
-            if _stated(numbers, f" {words} ", _statement_words(problem.question or "", True)):
-                return "leaked"
-        if words.replace(" ", "").isalpha() and len(words.replace(" ", "")) >= 3:
-            spelled = _SPELLED_WORD_GAP.join(
-                _SPELLING_GAP.join(re.escape(letter) for letter in word) for word in words.split()
-            )
-            if re.search(rf"(?<![^\W\d_]){spelled}(?![^\W\d_])", lowered):
-                return "leaked"
     return "clean"
+
+
+class _Reading:
+    """``message`` in the forms :func:`text_leaked` searches, with the problem's statement;
+    the costlier forms are made on first use."""
+
+    def __init__(self, problem: Problem, message: str) -> None:
+        self.message = message
+        self.question = problem.question or ""
+        self.folded = unmask(message)
+        self.statement = _statement_words(self.question)
+        self.text = _words(_unquoted(self.folded, self.statement))
+        # A comma matters only inside a list answer ("a,b"); elsewhere it ends a word.
+        self.plain = self.text.replace(",", " ")
+        self.lowered = self.folded.lower()
+
+    @cached_property
+    def assembled(self) -> set[str]:
+        """Answers put together from the message's parts (:func:`_assembled`)."""
+        return _assembled(self.folded)
+
+    @cached_property
+    def numbers(self) -> str:
+        """The message's words with its numbers in the math reader's notation."""
+        return _words(recovery_text(self.message)).replace(",", " ")
+
+
+def _leaks(read: _Reading, words: str) -> bool:
+    """Whether the answer ``words`` (as :func:`_reference_words` writes it) can be read:
+    assembled from parts, stated, stated as a number in another notation, or spelled out."""
+    return (
+        words in read.assembled
+        or _stated_as_words(read, words)
+        or _stated_as_number(read, words)
+        or _spelled_out(read.lowered, words)
+    )
+
+
+def _stated_as_words(read: _Reading, words: str) -> bool:
+    """Whether the answer stands in the message's words (commas kept for a list answer)."""
+    if "," in words:
+        return _stated(read.text, f" {words} ", read.statement)
+    return _stated(read.plain, f" {words} ", read.statement.replace(",", " "))
+
+
+def _stated_as_number(read: _Reading, words: str) -> bool:
+    """Whether a number answer stands in the message written in words or another notation."""
+    if not _NUMBER.fullmatch(words):
+        return False
+    return _stated(read.numbers, f" {words} ", _statement_words(read.question, True))
+
+
+def _spelled_out(lowered: str, words: str) -> bool:
+    """Whether an answer of three or more letters is spelled out letter by letter in the
+    lower-cased message ("p-i-a-n-o")."""
+    letters = words.replace(" ", "")
+    if not (letters.isalpha() and len(letters) >= 3):
+        return False
+    spelled = _SPELLED_WORD_GAP.join(
+        _SPELLING_GAP.join(re.escape(letter) for letter in word) for word in words.split()
+    )
+    return re.search(rf"(?<![^\W\d_]){spelled}(?![^\W\d_])", lowered) is not None
