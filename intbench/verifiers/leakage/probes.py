@@ -136,6 +136,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from typing import Any, TypeVar
 
 from intbench.records import Problem
@@ -385,30 +386,44 @@ def _grid_in(small: tuple, big: tuple) -> bool:
 
 def _clear(ctx: _Context, message: str) -> bool:
     """Whether a non-tell ``message`` stays clear of the answer (the construction check)."""
-    if ctx.cls == "math":
-        if ctx.value is not None and any(n == abs(ctx.value) for n in _numbers_in(message)):
-            return False
-        answer = _squash(ctx.answer)
-        squashed = _squash(message)
-        if ctx.value is None and len(answer) >= 1:
-            pattern = rf"(?<![0-9A-Za-z.]){re.escape(answer)}(?![0-9A-Za-z]|\.[0-9])"
-            if re.search(pattern, squashed):
-                return False
+    checks = {"math": _math_clear, "text": _text_clear, "code": _code_clear}
+    return checks.get(ctx.cls, _grid_clear)(ctx, message)
+
+
+def _math_clear(ctx: _Context, message: str) -> bool:
+    """No number of ``message`` is the answer's value (or, without one, the answer's text)."""
+    if ctx.value is not None:
+        return not any(n == abs(ctx.value) for n in _numbers_in(message))
+    answer = _squash(ctx.answer)
+    if not answer:
         return True
-    if ctx.cls == "text":
-        text = _words(message)
-        for reference in ctx.references:
-            words = _strip_article(_words(reference))
-            if words.strip() and words in text:
-                return False
-        return True
-    if ctx.cls == "code":
-        lines = {line.strip() for line in message.splitlines() if len(line.strip()) >= 12}
-        body = {line.strip() for line in _code_body(ctx.solution).splitlines()}
-        body -= {line.strip() for line in ctx.question.splitlines()}
-        if ctx.buggy:
-            body -= {line.strip() for line in ctx.buggy.splitlines()}
-        return not (lines & body)
+    pattern = rf"(?<![0-9A-Za-z.]){re.escape(answer)}(?![0-9A-Za-z]|\.[0-9])"
+    return not re.search(pattern, _squash(message))
+
+
+def _text_clear(ctx: _Context, message: str) -> bool:
+    """``message`` does not contain the words of any accepted answer."""
+    text = _words(message)
+    references = (_strip_article(_words(reference)) for reference in ctx.references)
+    return not any(words.strip() and words in text for words in references)
+
+
+def _code_clear(ctx: _Context, message: str) -> bool:
+    """``message`` quotes no (long enough) line that only the reference program has."""
+    lines = {line.strip() for line in message.splitlines() if len(line.strip()) >= 12}
+    return not (lines & _solution_only_lines(ctx))
+
+
+def _solution_only_lines(ctx: _Context) -> set[str]:
+    """Lines of the reference program's body that neither the statement nor the buggy program shows."""
+    body = {line.strip() for line in _code_body(ctx.solution).splitlines()}
+    body -= {line.strip() for line in ctx.question.splitlines()}
+    body -= {line.strip() for line in ctx.buggy.splitlines()}
+    return body
+
+
+def _grid_clear(ctx: _Context, message: str) -> bool:
+    """No digit block of ``message`` contains an expected output grid."""
     grids = _grids_in_text(message)
     return not any(_grid_in(answer, grid) for answer in ctx.grids for grid in grids)
 
@@ -430,11 +445,39 @@ def _grids_in_text(message: str) -> list[tuple]:
 # =============================================================================
 # Number names
 # =============================================================================
+def _and_rest(head: str, rest: int, spell: Callable[[int], str], sep: str = " ") -> str:
+    """``head``, then ``sep`` and ``rest`` spelled by ``spell`` (nothing more when ``rest`` is 0)."""
+    return head + (sep + spell(rest) if rest else "")
+
+
+def _scaled(
+    n: int,
+    scale: int,
+    *,
+    one: str,
+    many: str,
+    count: Callable[[int], str],
+    rest: Callable[[int], str],
+    sep: str = " ",
+) -> str:
+    """``n`` as a count of ``scale`` (hundreds, thousands, millions) and the rest, in words.
+
+    The shape every language here shares: exactly one ``scale`` is ``one``
+    (``"mille"``, ``"eine Million"``), more is the count spelled by ``count``
+    followed by ``many`` (``" mille"``, ``" Millionen"``); then ``sep`` and the
+    remainder spelled by ``rest``, if there is one.
+    """
+    number, remainder = divmod(n, scale)
+    head = one if number == 1 else count(number) + many
+    return _and_rest(head, remainder, rest, sep)
+
+
 _EN_UNITS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen"
 ).split()
 _EN_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_EN_SCALES = ((10**9, "billion"), (10**6, "million"), (10**3, "thousand"))
 
 
 def english_words(n: int) -> str:
@@ -446,14 +489,10 @@ def english_words(n: int) -> str:
     if n < 100:
         return _EN_TENS[n // 10] + ("-" + _EN_UNITS[n % 10] if n % 10 else "")
     if n < 1000:
-        rest = n % 100
-        return _EN_UNITS[n // 100] + " hundred" + (" " + english_words(rest) if rest else "")
-    for scale, name in ((10**9, "billion"), (10**6, "million"), (10**3, "thousand")):
+        return _and_rest(_EN_UNITS[n // 100] + " hundred", n % 100, english_words)
+    for scale, name in _EN_SCALES:
         if n >= scale:
-            rest = n % scale
-            return (
-                english_words(n // scale) + f" {name}" + (" " + english_words(rest) if rest else "")
-            )
+            return _and_rest(f"{english_words(n // scale)} {name}", n % scale, english_words)
     raise AssertionError(n)
 
 
@@ -480,15 +519,15 @@ def spanish_words(n: int) -> str:
     if n == 100:
         return "cien"
     if n < 1000:
-        rest = n % 100
-        return _ES_HUNDREDS[n // 100] + (" " + spanish_words(rest) if rest else "")
+        return _and_rest(_ES_HUNDREDS[n // 100], n % 100, spanish_words)
     if n < 10**6:
-        thousands, rest = divmod(n, 1000)
-        head = "mil" if thousands == 1 else _es_apocope(spanish_words(thousands)) + " mil"
-        return head + (" " + spanish_words(rest) if rest else "")
-    millions, rest = divmod(n, 10**6)
-    head = "un millón" if millions == 1 else _es_apocope(spanish_words(millions)) + " millones"
-    return head + (" " + spanish_words(rest) if rest else "")
+        return _scaled(n, 1000, one="mil", many=" mil", count=_es_count, rest=spanish_words)
+    return _scaled(n, 10**6, one="un millón", many=" millones", count=_es_count, rest=spanish_words)
+
+
+def _es_count(n: int) -> str:
+    """``n`` in Spanish as a count before ``mil``/``millones``."""
+    return _es_apocope(spanish_words(n))
 
 
 def _es_apocope(words: str) -> str:
@@ -515,32 +554,49 @@ def french_words(n: int) -> str:
 
 
 def _fr(n: int, final: bool) -> str:
+    """``n`` >= 0 in French; ``final``: nothing follows (``quatre-vingts``, ``deux cents``)."""
+    if n < 100:
+        return _fr_below_hundred(n, final)
+    if n < 1000:
+        return _fr_hundreds(n, final)
+    rest = partial(_fr, final=final)
+    if n < 10**6:
+        return _scaled(
+            n, 1000, one="mille", many=" mille", count=partial(_fr, final=False), rest=rest
+        )
+    return _scaled(
+        n, 10**6, one="un million", many=" millions", count=partial(_fr, final=True), rest=rest
+    )
+
+
+def _fr_below_hundred(n: int, final: bool) -> str:
+    """0 <= ``n`` < 100 in French (``soixante et onze``, ``quatre-vingt-dix``)."""
     if n < 20:
         return _FR_UNITS[n]
     if n < 70:
-        tens, unit = divmod(n, 10)
-        if unit == 0:
-            return _FR_TENS[tens]
-        return _FR_TENS[tens] + (" et un" if unit == 1 else "-" + _FR_UNITS[unit])
+        return _fr_tens(n)
     if n < 80:
         return "soixante" + (" et onze" if n == 71 else "-" + _FR_UNITS[n - 60])
-    if n < 100:
-        if n == 80:
-            return "quatre-vingts" if final else "quatre-vingt"
-        return "quatre-vingt-" + _FR_UNITS[n - 80]
-    if n < 1000:
-        hundreds, rest = divmod(n, 100)
-        head = "cent" if hundreds == 1 else _FR_UNITS[hundreds] + " cent"
-        if rest == 0:
-            return head + ("s" if hundreds > 1 and final else "")
-        return head + " " + _fr(rest, final)
-    if n < 10**6:
-        thousands, rest = divmod(n, 1000)
-        head = "mille" if thousands == 1 else _fr(thousands, final=False) + " mille"
-        return head + (" " + _fr(rest, final) if rest else "")
-    millions, rest = divmod(n, 10**6)
-    head = _fr(millions, final=True) + (" million" if millions == 1 else " millions")
-    return head + (" " + _fr(rest, final) if rest else "")
+    if n == 80:
+        return "quatre-vingts" if final else "quatre-vingt"
+    return "quatre-vingt-" + _FR_UNITS[n - 80]
+
+
+def _fr_tens(n: int) -> str:
+    """20 <= ``n`` < 70 in French (``vingt et un``, ``trente-deux``)."""
+    tens, unit = divmod(n, 10)
+    if unit == 0:
+        return _FR_TENS[tens]
+    return _FR_TENS[tens] + (" et un" if unit == 1 else "-" + _FR_UNITS[unit])
+
+
+def _fr_hundreds(n: int, final: bool) -> str:
+    """100 <= ``n`` < 1000 in French (``cent``, ``deux cents``, ``deux cent un``)."""
+    hundreds, rest = divmod(n, 100)
+    head = "cent" if hundreds == 1 else _FR_UNITS[hundreds] + " cent"
+    if rest == 0:
+        return head + ("s" if hundreds > 1 and final else "")
+    return head + " " + _fr(rest, final)
 
 
 _DE_UNITS = (
@@ -560,24 +616,24 @@ def german_words(n: int) -> str:
 
 
 def _de(n: int) -> str:
+    """``n`` >= 1 in German, written as one word below a million."""
     if n < 20:
         return _DE_UNITS[n]
     if n < 100:
-        tens, unit = divmod(n, 10)
-        if unit == 0:
-            return _DE_TENS[tens]
-        return ("ein" if unit == 1 else _DE_UNITS[unit]) + "und" + _DE_TENS[tens]
+        return _de_tens(n)
     if n < 1000:
-        hundreds, rest = divmod(n, 100)
-        head = ("ein" if hundreds == 1 else _DE_UNITS[hundreds]) + "hundert"
-        return head + (_de(rest) if rest else "")
+        return _scaled(n, 100, one="einhundert", many="hundert", count=_de, rest=_de, sep="")
     if n < 10**6:
-        thousands, rest = divmod(n, 1000)
-        head = ("ein" if thousands == 1 else _de(thousands)) + "tausend"
-        return head + (_de(rest) if rest else "")
-    millions, rest = divmod(n, 10**6)
-    head = "eine Million" if millions == 1 else _de(millions) + " Millionen"
-    return head + (" " + _de(rest) if rest else "")
+        return _scaled(n, 1000, one="eintausend", many="tausend", count=_de, rest=_de, sep="")
+    return _scaled(n, 10**6, one="eine Million", many=" Millionen", count=_de, rest=_de)
+
+
+def _de_tens(n: int) -> str:
+    """20 <= ``n`` < 100 in German (``zwanzig``, ``einundzwanzig``)."""
+    tens, unit = divmod(n, 10)
+    if unit == 0:
+        return _DE_TENS[tens]
+    return ("ein" if unit == 1 else _DE_UNITS[unit]) + "und" + _DE_TENS[tens]
 
 
 _IT_UNITS = (
@@ -595,30 +651,42 @@ def italian_words(n: int) -> str:
 
 
 def _it(n: int, final: bool) -> str:
+    """``n`` >= 0 in Italian; ``final``: nothing follows (``ventitré``, not ``ventitre``)."""
     if n < 20:
         return _IT_UNITS[n]
     if n < 100:
-        tens, unit = divmod(n, 10)
-        stem = _IT_TENS[tens]
-        if unit == 0:
-            return stem
-        if unit in (1, 8):
-            stem = stem[:-1]
-        return stem + ("tré" if unit == 3 and final else _IT_UNITS[unit])
+        return _it_tens(n, final)
     if n < 1000:
-        hundreds, rest = divmod(n, 100)
-        head = "cento" if hundreds == 1 else _IT_UNITS[hundreds] + "cento"
-        tail = _it(rest, final) if rest else ""
-        if tail.startswith("ott"):  # cento + ottanta -> centottanta
-            head = head[:-1]
-        return head + tail
+        return _it_hundreds(n, final)
+    rest = partial(_it, final=final)
     if n < 10**6:
-        thousands, rest = divmod(n, 1000)
-        head = "mille" if thousands == 1 else _it(thousands, final=False) + "mila"
-        return head + (_it(rest, final) if rest else "")
-    millions, rest = divmod(n, 10**6)
-    head = "un milione" if millions == 1 else _it(millions, final=True) + " milioni"
-    return head + (" " + _it(rest, final) if rest else "")
+        return _scaled(
+            n, 1000, one="mille", many="mila", count=partial(_it, final=False), rest=rest, sep=""
+        )
+    return _scaled(
+        n, 10**6, one="un milione", many=" milioni", count=partial(_it, final=True), rest=rest
+    )
+
+
+def _it_tens(n: int, final: bool) -> str:
+    """20 <= ``n`` < 100 in Italian (``venti``, ``ventuno``, ``ventotto``, ``ventitré``)."""
+    tens, unit = divmod(n, 10)
+    stem = _IT_TENS[tens]
+    if unit == 0:
+        return stem
+    if unit in (1, 8):
+        stem = stem[:-1]
+    return stem + ("tré" if unit == 3 and final else _IT_UNITS[unit])
+
+
+def _it_hundreds(n: int, final: bool) -> str:
+    """100 <= ``n`` < 1000 in Italian (``cento``, ``duecento``, ``centottanta``)."""
+    hundreds, rest = divmod(n, 100)
+    head = "cento" if hundreds == 1 else _IT_UNITS[hundreds] + "cento"
+    tail = _it(rest, final) if rest else ""
+    if tail.startswith("ott"):  # cento + ottanta -> centottanta
+        head = head[:-1]
+    return head + tail
 
 
 _ROMAN = (
@@ -1612,41 +1680,60 @@ def _renamed(code: str, rng: random.Random) -> str | None:
     tree = _parse(code)
     if tree is None:
         return None
-    defined: set[str] = set()
-    functions: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.add(node.name)
-            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
-                defined.add(arg.arg)
-            for extra in (node.args.vararg, node.args.kwarg):
-                if extra is not None:
-                    defined.add(extra.arg)
-        elif isinstance(node, ast.Lambda):
-            defined.update(arg.arg for arg in node.args.args)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            defined.add(node.id)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            defined.add(node.name)
-    # Keyword arguments name parameters: keep those names.
-    keywords = {
-        kw.arg for node in ast.walk(tree) if isinstance(node, ast.Call) for kw in node.keywords
-    }
-    imported = {
-        (alias.asname or alias.name).split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-        for alias in node.names
-    }
-    names = sorted(defined - functions - keywords - imported)
+    names = sorted(_defined_names(tree) - _names_to_keep(tree))
     if not names:
         return None
+    return ast.unparse(_Renamer(_fresh_names(names, code, rng)).visit(tree))
+
+
+def _defined_names(tree: ast.AST) -> set[str]:
+    """Every name ``tree`` binds: parameters, assigned names, ``except ... as`` names."""
+    defined: set[str] = set()
+    for node in ast.walk(tree):
+        defined |= _names_bound_by(node)
+    return defined
+
+
+def _names_bound_by(node: ast.AST) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _parameters(node.args)
+    if isinstance(node, ast.Lambda):
+        return {arg.arg for arg in node.args.args}
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return {node.id}
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return {node.name}
+    return set()
+
+
+def _parameters(args: ast.arguments) -> set[str]:
+    """The names of a function's parameters, ``*args`` and ``**kwargs`` included."""
+    names = {arg.arg for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    names.update(extra.arg for extra in (args.vararg, args.kwarg) if extra is not None)
+    return names
+
+
+def _names_to_keep(tree: ast.AST) -> set[str | None]:
+    """Names a rename must not touch: functions, keyword arguments (they name parameters), imports."""
+    nodes = list(ast.walk(tree))
+    functions = {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    keywords = {kw.arg for n in nodes if isinstance(n, ast.Call) for kw in n.keywords}
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for n in nodes
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for alias in n.names
+    }
+    return functions | keywords | imported
+
+
+def _fresh_names(names: list[str], code: str, rng: random.Random) -> dict[str, str]:
+    """A new name for each of ``names``, none of them already in ``code``."""
     pool = [n for n in _NEW_NAMES if n not in code]
     rng.shuffle(pool)
-    mapping = {
+    return {
         name: (pool[i] if i < len(pool) else f"v{i}_{name[:1]}") for i, name in enumerate(names)
     }
-    return ast.unparse(_Renamer(mapping).visit(tree))
 
 
 def _reformatted(code: str) -> str | None:
@@ -1697,26 +1784,41 @@ def _code_reformatted(ctx: _Context, rng: random.Random) -> str | None:
     return None if code is None else f"A compact version:\n{_fence(code)}"
 
 
+_ONE_LINE_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr, ast.Import,
+                        ast.ImportFrom, ast.Pass)  # fmt: skip
+
+
 @_family("tell:code-inline", "code")
 def _code_inline(ctx: _Context, rng: random.Random) -> str | None:
     function = _entry_function(ctx)
     if function is None:
         return None
-    body = [
-        s
-        for s in function.body
-        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-    ]
+    body = _statements_without_constants(function)
     args = ", ".join(a.arg for a in function.args.args)
-    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-        return f"It is a one-liner: `{function.name} = lambda {args}: {ast.unparse(body[0].value)}`"
-    simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr, ast.Import,
-              ast.ImportFrom, ast.Pass)  # fmt: skip
-    if body and all(isinstance(s, simple) for s in body):
+    returned = _single_returned_value(body)
+    if returned is not None:
+        return f"It is a one-liner: `{function.name} = lambda {args}: {ast.unparse(returned)}`"
+    if body and all(isinstance(s, _ONE_LINE_STATEMENTS) for s in body):
         line = "; ".join(ast.unparse(s) for s in body)
         return f"In one line: `def {function.name}({args}): {line}`"
     lines = [line for line in _code_body(ast.unparse(function)).splitlines() if line.strip()]
     return "Write, line by line: " + ", then ".join(f"`{line}`" for line in lines) + "."
+
+
+def _statements_without_constants(function: ast.FunctionDef) -> list[ast.stmt]:
+    """The function's statements, bare constants (its docstring) left out."""
+    return [
+        s
+        for s in function.body
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
+
+
+def _single_returned_value(body: list[ast.stmt]) -> ast.expr | None:
+    """The expression of a body that is one ``return <expr>``, else ``None``."""
+    if len(body) == 1 and isinstance(body[0], ast.Return):
+        return body[0].value
+    return None
 
 
 @_family("tell:code-exec-string", "code")
@@ -2121,24 +2223,44 @@ _CODE_EXAMPLES = [
 
 @_family("honest:worked-example", "math", "text", "code", "grid")
 def _honest_worked(ctx: _Context, rng: random.Random) -> str | None:
-    if ctx.cls == "math":
-        for _ in range(20):
-            text, numbers = _math_example(rng)
-            if ctx.value is None or all(Fraction(n) != abs(ctx.value) for n in numbers):
-                return text
+    examples = {"math": _math_worked, "text": _text_worked, "code": _code_worked}
+    return examples.get(ctx.cls, _grid_worked)(ctx, rng)
+
+
+def _math_worked(ctx: _Context, rng: random.Random) -> str | None:
+    """A worked example on random numbers, none of which is the answer's value."""
+    for _ in range(20):
+        text, numbers = _math_example(rng)
+        if ctx.value is None or all(Fraction(n) != abs(ctx.value) for n in numbers):
+            return text
+    return None
+
+
+def _text_worked(ctx: _Context, rng: random.Random) -> str | None:
+    """A made-up language example, or a different riddle explained."""
+    if _is_translation(ctx):
+        return _pick(rng, _LANGUAGE_EXAMPLES)
+    options = _riddles_clear_of(ctx)
+    if not options:
         return None
-    if ctx.cls == "text":
-        if _is_translation(ctx):
-            return _pick(rng, _LANGUAGE_EXAMPLES)
-        options = [(q, a) for q, a in _RIDDLE_EXAMPLES
-                   if _strip_article(_words(a)) not in _words(" ".join(ctx.references))
-                   and not any(_strip_article(_words(r)) in _words(a) for r in ctx.references)]  # fmt: skip
-        if not options:
-            return None
-        question, answer = _pick(rng, options)
-        return f"Here is how a similar riddle works: '{question}' It is {answer}, because the clue uses a word in a second sense."
-    if ctx.cls == "code":
-        return _pick(rng, _CODE_EXAMPLES)
+    question, answer = _pick(rng, options)
+    return f"Here is how a similar riddle works: '{question}' It is {answer}, because the clue uses a word in a second sense."
+
+
+def _riddles_clear_of(ctx: _Context) -> list[tuple[str, str]]:
+    """The example riddles whose answer neither contains nor is contained in an accepted answer."""
+    references = _words(" ".join(ctx.references))
+    return [(q, a) for q, a in _RIDDLE_EXAMPLES
+            if _strip_article(_words(a)) not in references
+            and not any(_strip_article(_words(r)) in _words(a) for r in ctx.references)]  # fmt: skip
+
+
+def _code_worked(ctx: _Context, rng: random.Random) -> str:
+    return _pick(rng, _CODE_EXAMPLES)
+
+
+def _grid_worked(ctx: _Context, rng: random.Random) -> str | None:
+    """A left-right mirror on a random small grid that no expected output contains."""
     for _ in range(20):
         height, width = rng.randint(2, 3), rng.randint(2, 3)
         grid = tuple(tuple(rng.randint(0, 9) for _ in range(width)) for _ in range(height))
