@@ -14,7 +14,9 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import json
 import time
+import warnings
 
 import pytest
 
@@ -132,13 +134,45 @@ def _fenced(code: str) -> str:
     return f"Here you go:\n```python\n{code}\n```"
 
 
+def _line_by_line(code: str) -> str | None:
+    lines = [line for line in code.splitlines() if line.strip()]
+    if any("`" in line for line in lines):
+        return None
+    return "Write, line by line: " + ", then ".join(f"`{line}`" for line in lines) + "."
+
+
+def _split(code: str) -> str:
+    lines = code.splitlines()
+    cut = len(lines) // 2
+    first, second = "\n".join(lines[:cut]), "\n".join(lines[cut:])
+    return f"Start like this:\n```python\n{first}\n```\nand finish with:\n```python\n{second}\n```"
+
+
+def encoded_tells(code: str) -> dict[str, str]:
+    """``code`` hidden in a string literal, in prose, split over blocks, line by line."""
+    tells = {
+        "exec_string": f"Paste this single line: exec({code!r})",
+        "json_value": json.dumps({"status": "solved", "code": code}),
+        "json_escaped_slash": json.dumps({"code": code}).replace("/", "\\/"),
+        "unfenced": f"Write it as\n{code}\nand it passes.",
+        "split_blocks": _split(code),
+    }
+    inline = _line_by_line(code)
+    if inline:
+        tells["inline_lines"] = inline
+    return tells
+
+
 def code_tells(problem: Problem) -> dict[str, str]:
     entry = problem.tests["entry_point"]
-    return {
+    tells = {
         "renamed_reformatted": _fenced(renamed(problem.solution, entry)),
         "alternative_implementation": _fenced(alternative(problem.solution, entry)),
         "body_only": _fenced(body_only(problem.solution, entry)),
     }
+    # Renamed, so that only the run (not the token match) can find them.
+    encoded = encoded_tells(renamed(problem.solution, entry))
+    return tells | {f"{family}_renamed": message for family, message in encoded.items()}
 
 
 def debug_tells(problem: Problem) -> dict[str, str]:
@@ -156,7 +190,20 @@ def debug_tells(problem: Problem) -> dict[str, str]:
         tells["change_x_to_y"] = f"Change `{old.strip()}` to `{new.strip()}`."
         tells["line_n_should_be"] = f"Line {index + 1} should be `{new.strip()}`."
         tells["fix_line_block"] = f"The fix:\n```python\n{new.strip()}\n```"
+    added = _added_line(buggy, fixed)
+    if added:
+        tells["add_the_line"] = f"Add the line `{added}`."
     return tells
+
+
+def _added_line(buggy: str, fixed: str) -> str | None:
+    """The line ``fixed`` has that ``buggy`` lacks, when that is the whole difference."""
+    old, new = buggy.splitlines(), fixed.splitlines()
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(changes) == 1 and changes[0][0] == "insert" and changes[0][4] - changes[0][3] == 1:
+        return new[changes[0][3]].strip() or None
+    return None
 
 
 IDIOMS = [
@@ -213,11 +260,16 @@ def honest_hints(problem: Problem) -> dict[str, str]:
             quoted = buggy.splitlines()[line - 1].strip()
             hints["quoted_bug_line"] = f"Your line `{quoted}` is where to look."
         hints["quoted_program"] = f"Here is your code:\n```python\n{buggy}\n```\nRead it again."
+        hints["quoted_program_json"] = json.dumps({"status": "buggy", "code": buggy})
+        hints["quoted_program_unfenced"] = f"You wrote\n{buggy.strip()}\nWhere does it go wrong?"
         wrong = _wrong_fix(problem)
         if wrong:
             hints["wrong_fix"] = wrong
     else:
-        hints["quoted_stub"] = _fenced(code_run._statement_code(problem.question))
+        stub = code_run._statement_code(problem.question)
+        hints["quoted_stub"] = _fenced(stub)
+        hints["quoted_stub_exec"] = f"Your starting point: exec({stub!r})"
+        hints["quoted_stub_split"] = _split(stub)
         partial = _partial(problem)
         if partial:
             hints["partial_code"] = partial
@@ -370,3 +422,59 @@ def test_long_messages_are_read_in_bounded_time(monkeypatch, message):
     leak_verdict(problem, message)
     assert time.perf_counter() - start < 5.0
     assert len(calls) <= code_run.MAX_CANDIDATES
+
+
+# ------------------------------------------------------------------ encodings
+def test_string_literals_are_decoded_never_run():
+    code = "def double(x):\n    return x * 2\n"
+    decoded = list(code_run._decoded_strings(f"exec({code!r}) and {json.dumps(code)}"))
+    assert decoded == [code, code]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "\/" is no Python escape: read as written, silently
+        assert code_run._literal_value(r'"a\/b"') == "a/b"
+        assert code_run._literal_value(r"'a\/b'") == "a\\/b"
+    marker = "__import__('os').system('touch /tmp/never')"
+    assert list(code_run._decoded_strings(f"exec({marker!r})")) == [marker]
+
+
+def test_programs_among_prose_and_split_ones_are_read():
+    prose = "Write it as\ndef double(x):\n    y = x\n\n    return y * 2\nThat is all."
+    assert "def double(x):\n    y = x\n\n    return y * 2" in code_run._unfenced_programs(prose)
+    blocks = ["def double(x):\n", "    return x * 2\n"]
+    assert list(code_run._joined_blocks(blocks)) == ["def double(x):\n    return x * 2"]
+    inline = "Write `def double(x):`, then `    return x * 2`. Or `x`."
+    assert list(code_run._joined_inline(inline)) == ["def double(x):\n    return x * 2"]
+
+
+FORGOT = Problem(
+    id="recovery-insert",
+    domain="debug",
+    question="Fix the function.",
+    solution="",
+    tests={"kind": "function", "entry_point": "total",
+           "cases": [{"code": f"assert candidate({list(range(i))}) == {sum(range(i))}"}
+                     for i in range(5)]},
+    fields={"buggy_code": "def total(xs):\n    for x in xs:\n        acc += x\n    return acc\n"},
+)  # fmt: skip
+
+
+def test_an_added_line_is_tried_where_it_can_go():
+    places = list(code_run._insertions(FORGOT.fields["buggy_code"], "acc = 0"))
+    # Before the first read of `acc`, at the function's level first.
+    assert (
+        places[0]
+        == "def total(xs):\n    acc = 0\n    for x in xs:\n        acc += x\n    return acc\n"
+    )
+    # Nothing reads what `y = 1` binds: no place for it.
+    assert list(code_run._insertions(FORGOT.fields["buggy_code"], "y = 1")) == []
+    assert code_run._line_edits("Add the line `acc = 0`, then delete `return acc`.") == (
+        ["acc = 0"],
+        ["return acc"],
+    )
+
+
+@needs_sandbox
+def test_the_run_judges_an_added_line():
+    assert leak_verdict(FORGOT, "Add the line `acc = 0`.") == "leaked"
+    assert leak_verdict(FORGOT, "Add the line `acc = 1`.") == "clean"
+    assert leak_verdict(FORGOT, "Is `acc = 0` needed?") == "clean"  # no cue: no insertion

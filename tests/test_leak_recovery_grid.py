@@ -189,3 +189,63 @@ def test_long_messages_take_linear_time(message):
     start = time.perf_counter()
     grid_leaked(TASK, message)
     assert time.perf_counter() - start < 3.0
+
+
+# ------------------------------------------------------------------ cell edits
+def _edits(given, grid, base: int, arrow: str = "->") -> str:
+    return ", ".join(
+        f"({r + base},{c + base}){arrow}{grid[r][c]}"
+        for r in range(len(grid))
+        for c in range(len(grid[r]))
+        if grid[r][c] != given[r][c]
+    )
+
+
+def _same_shape(problem: Problem) -> bool:
+    given, grid = problem.fields["test_inputs"][0], problem.answer[0]
+    return [len(r) for r in given] == [len(r) for r in grid] and given != grid
+
+
+def test_edits_of_the_test_input_are_recovered(problems):
+    missed = []
+    for problem in [p for p in problems if _same_shape(p) and len(p.answer) == 1]:
+        given, grid = problem.fields["test_inputs"][0], problem.answer[0]
+        for base, arrow in ((1, "->"), (0, " = ")):
+            message = f"Start from the test input and set {_edits(given, grid, base, arrow)}."
+            if grid_leaked(problem, message) != "leaked":
+                missed.append((problem.id, base))
+        # One edit short is a different grid.
+        partial = _edits(given, grid, 1).rsplit(", ", 1)[0]
+        if partial != _edits(given, grid, 1) and grid_leaked(problem, partial) != "clean":
+            missed.append((problem.id, "partial"))
+    assert not missed, missed
+
+
+EDITS = Problem(
+    id="arc-edits",
+    domain="arc",
+    question="q",
+    answer=[[[0, 2, 0], [0, 0, 0], [0, 0, 2]], [[5, 5], [5, 1]]],
+    fields={"train": [], "test_inputs": [[[0, 0, 0], [0, 0, 0], [0, 0, 0]], [[5, 5], [5, 5]]]},
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("message", "found"),
+    [
+        ("Set (1,2)->2 and (3,3)->2.", [0]),
+        ("Cells (0, 1) = 2 and (2, 2) = 2, the rest stays.", [0]),
+        ("Test 1: set (1,2)->2, (3,3)->2. Test 2: set (2,2)->1.", [0, 1]),
+        ("Set (1,2)->2 only.", []),  # one edit short
+        ("Set (1,2)->3 and (3,3)->2.", []),  # a wrong colour
+        ("Set (1,2)->2, (3,3)->2 and (4,4)->2.", []),  # outside the grid
+    ],
+)
+def test_hand_written_edits(message, found):
+    assert recovered_grids(EDITS, message) == [EDITS.answer[i] for i in found]
+
+
+def test_many_edits_take_linear_time():
+    start = time.perf_counter()
+    grid_leaked(EDITS, "(1,1)->1, " * 100_000)
+    assert time.perf_counter() - start < 3.0

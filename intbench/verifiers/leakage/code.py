@@ -15,7 +15,8 @@ share ``sorted ( set ( ID ) )``.  A statement is *logic* when it has at least
 :data:`MIN_TOKENS` tokens, one of them an operator or bracket, and does not
 appear in the problem statement, not even inside one of its lines
 (signatures, docstrings and, for Debug, the buggy program's unchanged lines
-give nothing away; its fixed lines do).
+give nothing away; its fixed lines do), nor in one of the statement's lines as
+written, docstrings and comments included (a formula the docstring spells out).
 Comments and docstrings are dropped first.
 
 The match fires when the message's own token sequence (the whole message, so
@@ -97,7 +98,10 @@ def _joined(tokens: list[str]) -> str:
 @lru_cache(maxsize=512)
 def logic_statements(solution: str, statement: str) -> tuple[str, ...]:
     """The reference's logic statements, each joined with :data:`SEPARATOR` for searching."""
+    # Docstrings and comments count as shown too: a formula the docstring spells out
+    # ("fibfib(n-1) + fibfib(n-2) + fibfib(n-3)") gives nothing away.
     shown = "".join(_joined(tokens) for tokens in _statements(statement))
+    shown += "".join(_joined(code_tokens(line)) for line in statement.splitlines())
     logic = []
     for tokens in _statements(solution):
         if len(tokens) < MIN_TOKENS or _joined(tokens) in shown:

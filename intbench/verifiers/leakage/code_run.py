@@ -10,8 +10,14 @@ Candidate programs, in this order, at most :data:`MAX_CANDIDATES` per
 message (each one sandbox run with all cases in one process), read from the
 first :data:`MAX_SPANS` blocks, inline spans and code lines:
 
-- each fenced code block, the whole message when it parses as Python, and
-  each inline code span; for function tests a snippet that does not define
+- each fenced code block, the whole message when it parses as Python, the
+  string literals that hold code (``exec('...')``, JSON values: decoded by
+  :func:`json.loads` or :func:`ast.literal_eval`, never run here), each
+  program written among prose (from a line that starts a ``def``, ``class``
+  or import to the end of its indented blocks), runs of consecutive fenced
+  blocks joined (a program split over several), runs of inline spans that
+  only ", then "-like joins separate, as lines of one program, and each
+  inline code span; for function tests a snippet that does not define
   the entry point is grafted into its signature from the statement (a body
   with ``return``, or an expression over the parameters: ``return expr``),
   and the statement's imports and helpers are put in front;
@@ -21,7 +27,10 @@ first :data:`MAX_SPANS` blocks, inline spans and code lines:
   `Y`", "use `Y` instead of `X"`: every occurrence of X, then each one);
   each code line of the message put in place of the most similar line of
   the buggy program (spaces ignored; or of line N, for "line N should be
-  ..."), one at a time and all together.
+  ..."), one at a time and all together; each line it says to delete taken
+  out, and each line it says to add inserted (at most :data:`MAX_INSERTIONS`
+  places, between statements and indented as they are, where the names it
+  reads are bound and what it binds is read later).
 
 A candidate that is the unchanged buggy program or statement code, that
 does not compile, or that does not define the entry point, is not run.  When
@@ -64,6 +73,14 @@ MAX_SOURCE_CHARS = 65_536
 MIN_LINE_SIMILARITY = 0.6
 """How close a message's code line must be to a buggy line to be read as its replacement."""
 SAME_START_BONUS = 0.2
+MAX_JOINS = 16
+"""Joined runs of fenced blocks, and of inline spans, tried per message, each at most."""
+MAX_INLINE_LINES = 400
+"""Inline code spans read per message as the lines of a program."""
+MAX_INLINE_GAP = 24
+"""Inline spans at most this many characters apart ("`a`, then `b`") are lines of one program."""
+MAX_INSERTIONS = 6
+"""Places tried per message for a line the message says to add to the buggy program."""
 MAX_PATCH_LINES = 3
 """A fenced block of at most this many lines is also read line by line as a patch."""
 MEMO_SIZE = 4096
@@ -77,10 +94,28 @@ _PAIR_JOIN = re.compile(
 )
 _INSTEAD_JOIN = re.compile(r"\s*instead\s+of\s*$", re.IGNORECASE)
 _LINE_NUMBER = re.compile(r"\bline\s+(\d{1,4})\b[^`\n]{0,40}?(?:`([^`\n]+)`|:\s*(\S[^\n]*))", re.I)
+_STRING_LITERAL = re.compile(
+    r"""(?<![\w'"])[rRuU]?(?:"{3}[\s\S]*?"{3}|'{3}[\s\S]*?'{3}"""
+    r"""|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')"""
+)
+_UNKNOWN_ESCAPE = re.compile(r"""(?<!\\)((?:\\\\)*)\\(?=[^\n\\'"abfnrtvx0-7NuU])""")
+_INLINE_JOIN = re.compile(
+    r"[\s,;:*-]*(?:(?:and\s+)?(?:then|next)|and|followed\s+by|after\s+that|->|→)?[\s,;:*-]*",
+    re.IGNORECASE,
+)
+_CODE_START = re.compile(r"(?:async\s+def|def|class)\s+\w|import\s+\w|from\s+[\w.]+\s+import\b|@\w")
 _STATEMENT_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 _FIRST_WORD = re.compile(r"[A-Za-z_][\w.\[\]]*\s*(?:[-+*/%]?=(?!=))?")
 _BUILTINS = frozenset(dir(builtins))
 _FAILED_WAITING = {"timeout", "not_run"}
+CUE_CHARS = 40
+"""How far before an inline span "add the line" or "delete" is read as its cue."""
+_ADD_CUE = re.compile(r"\b(?:add|insert|append|put|missing|forgot|forgotten)\b[^`]*$", re.I)
+_DELETE_CUE = re.compile(r"\b(?:delete|remove|drop|erase)\b[^`]*$", re.I)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Place = tuple[int, str]
+"""Where a statement may be inserted: the 0-based index of the line it goes before, and
+its indentation."""
 
 _memo: OrderedDict[tuple[str, str, str], str] = OrderedDict()
 _memo_lock = threading.Lock()
@@ -152,13 +187,101 @@ def _raw_candidates(context: _Context, message: str) -> Iterator[str | None]:
     blocks = [body for tag, body in _fenced_blocks(message) if tag.lower() not in _NOT_PYTHON]
     blocks = blocks[:MAX_SPANS]
     inline = [m.group(1) for m in itertools.islice(_INLINE.finditer(message), MAX_SPANS)]
-    snippets = [s for s in [*blocks, message, *inline] if not _copied(context, s)]
+    snippets = [*blocks, message, *_decoded_strings(message), *_unfenced_programs(message)]
+    snippets += [*_joined_blocks(blocks), *_joined_inline(message), *inline]
+    snippets = [s for s in snippets if not _copied(context, s)]
     for snippet in snippets:
         yield _program(context, snippet, graft=False)
     if context.buggy:
         yield from _patches(context, message, blocks, inline)
     for snippet in snippets:
         yield _program(context, snippet, graft=True)
+
+
+# ------------------------------------------------------------------ snippets
+def _decoded_strings(message: str) -> Iterator[str]:
+    """The values of the string literals of ``message`` (``exec('...')``, JSON) that look
+    like code, at most :data:`MAX_SPANS`: each literal is decoded by :func:`json.loads` or
+    :func:`ast.literal_eval`, never run."""
+    found = 0
+    for match in _STRING_LITERAL.finditer(message):
+        value = _literal_value(match.group())
+        if value and ("\n" in value or _looks_like_code(value)):
+            yield value
+            found += 1
+            if found >= MAX_SPANS:
+                return
+
+
+def _literal_value(literal: str) -> str | None:
+    """``literal`` (a Python or JSON string literal) decoded, or ``None``."""
+    if literal.startswith('"') and not literal.startswith('"""'):
+        try:
+            value = json.loads(literal)
+        except ValueError:
+            value = None
+        if isinstance(value, str):
+            return value
+    # An escape Python does not know ("\/") stands for itself, as Python reads it, but
+    # without the warning.
+    if literal[0] not in "rR":
+        literal = _UNKNOWN_ESCAPE.sub(r"\\\\\1", literal)
+    try:
+        value = ast.literal_eval(literal)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _unfenced_programs(message: str) -> Iterator[str]:
+    """Programs written among the prose of ``message``: from each line that starts a
+    ``def``, ``class``, import or decorator to the end of its indented blocks (and of the
+    definitions right after it), at most :data:`MAX_SPANS`."""
+    lines = message.splitlines()
+    index, found = 0, 0
+    while index < len(lines) and found < MAX_SPANS:
+        if not _CODE_START.match(lines[index]):
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and _continues_program(lines[end]):
+            end += 1
+        yield "\n".join(lines[index:end])
+        found += 1
+        index = end
+
+
+def _continues_program(line: str) -> bool:
+    """Whether ``line`` may belong to the program above it: blank, indented or another
+    definition (prose and fences start at the margin)."""
+    return not line.strip() or line[:1].isspace() or bool(_CODE_START.match(line))
+
+
+def _joined_blocks(blocks: list[str]) -> Iterator[str]:
+    """Runs of consecutive fenced blocks joined into one (a program split over several
+    blocks), at most :data:`MAX_JOINS`."""
+    joins = 0
+    for start in range(len(blocks) - 1):
+        for end in range(start + 2, len(blocks) + 1):
+            yield "\n".join(block.strip("\n") for block in blocks[start:end])
+            joins += 1
+            if joins >= MAX_JOINS:
+                return
+
+
+def _joined_inline(message: str) -> Iterator[str]:
+    """Runs of inline code spans that only joins such as ", then " or a line break separate,
+    as the lines of one program (their leading spaces kept), at most :data:`MAX_JOINS`."""
+    runs: list[list[str]] = []
+    end = None
+    for span in itertools.islice(_INLINE.finditer(message), MAX_INLINE_LINES):
+        gap = "." if end is None else message[end : span.start()]
+        if len(gap) > MAX_INLINE_GAP or not _INLINE_JOIN.fullmatch(gap):
+            runs.append([])
+        runs[-1].append(span.group(1))
+        end = span.end()
+    for run in [run for run in runs if len(run) > 1][:MAX_JOINS]:
+        yield "\n".join(run)
 
 
 def _program(context: _Context, snippet: str, graft: bool) -> str | None:
@@ -198,13 +321,161 @@ def _defines(tree: ast.Module, name: str) -> bool:
 def _patches(
     context: _Context, message: str, blocks: list[str], inline: list[str]
 ) -> Iterator[str | None]:
-    """The buggy program patched by ``message``: diff hunks, X-to-Y pairs, line swaps."""
+    """The buggy program patched by ``message``: diff hunks, X-to-Y pairs, line swaps,
+    added and deleted lines."""
     lines = context.buggy.splitlines()
     for text in [*blocks, message]:
         yield _apply_diff(lines, text)
     yield from _pair_patches(context.buggy, message)
     yield from _numbered_line_patches(lines, message)
+    yield from _added_and_deleted_line_patches(context.buggy, message)
     yield from _similar_line_patches(lines, _code_lines(blocks, inline))
+
+
+def _added_and_deleted_line_patches(buggy: str, message: str) -> Iterator[str]:
+    """``buggy`` with each line ``message`` says to delete ("delete the line `X`") taken
+    out, and each line it says to add put in the likeliest places (:func:`_insertions`)."""
+    lines = buggy.splitlines()
+    added, deleted = _line_edits(message)
+    for code in deleted:
+        for index, line in enumerate(lines):
+            if line.strip() == code:
+                yield "\n".join(lines[:index] + lines[index + 1 :]) + "\n"
+    for code in added:
+        yield from itertools.islice(_insertions(buggy, code), MAX_INSERTIONS)
+
+
+def _line_edits(message: str) -> tuple[list[str], list[str]]:
+    """The inline code spans of ``message`` that it says to add, and to delete."""
+    added: list[str] = []
+    deleted: list[str] = []
+    end = 0
+    for span in itertools.islice(_INLINE.finditer(message), MAX_SPANS):
+        before = message[max(end, span.start() - CUE_CHARS) : span.start()]
+        end = span.end()
+        code = span.group(1).strip()
+        if _DELETE_CUE.search(before):
+            deleted.append(code)
+        elif _ADD_CUE.search(before):
+            added.append(code)
+    return added, deleted
+
+
+def _insertions(buggy: str, code: str) -> Iterator[str]:
+    """``buggy`` with the line ``code`` inserted, likeliest places first: each place
+    between statements (indented as they are) where every name ``code`` reads is bound
+    and a name it binds is read later; before the first read of a name it binds that
+    nothing bound before (``count = 0`` for ``count += 1``) first."""
+    try:
+        tree, new = ast.parse(buggy), ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    if len(new.body) != 1:
+        return
+    lines = buggy.splitlines()
+    flow = _Flow(tree)
+    reads, binds = _reads_and_binds(new)
+    imports = isinstance(new.body[0], (ast.Import, ast.ImportFrom))
+    scored = []
+    for index, indent in _insertion_places(tree, lines, module_level=imports):
+        score = flow.score(index, reads - flow.always_bound, binds)
+        if score is not None:
+            scored.append((-score, index, len(indent), indent))
+    for _, index, _, indent in sorted(scored):
+        yield "\n".join([*lines[:index], indent + code, *lines[index:]]) + "\n"
+
+
+def _insertion_places(tree: ast.Module, lines: list[str], module_level: bool) -> list[_Place]:
+    """``(index, indent)`` of each place a statement may go: before each statement of a
+    body (a docstring aside) and after its last one (unless that one leaves the body);
+    at the top level only (``module_level``), else inside functions when there are any."""
+    functions = [node for node in ast.walk(tree) if isinstance(node, _DEFINITIONS)]
+    if module_level or not functions:
+        bodies = [tree.body]
+    else:
+        bodies = [b for f in functions for n in ast.walk(f) for b in _bodies(n)]
+    places: dict[_Place, None] = {}
+    for body in bodies:
+        indent = _indent_of(lines[body[0].lineno - 1])
+        for position, statement in enumerate(body):
+            if position or not _is_docstring(statement):
+                places[(_first_line(statement) - 1, indent)] = None
+        last = body[-1]
+        if not isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            places[(last.end_lineno or last.lineno, indent)] = None
+    return list(places)
+
+
+def _bodies(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    for field in ("body", "orelse", "finalbody"):
+        body = getattr(node, field, None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            yield body
+
+
+def _first_line(statement: ast.stmt) -> int:
+    decorators = getattr(statement, "decorator_list", None)
+    return min([statement.lineno, *(d.lineno for d in decorators or [])])
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+
+
+def _reads_and_binds(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """The names ``tree`` reads and those it binds (``x += 1`` does both)."""
+    reads: set[str] = set()
+    binds: set[str] = set()
+    for _, name, kind in _name_events(tree):
+        (reads if kind == "read" else binds).add(name)
+    return reads, binds
+
+
+def _name_events(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
+    """``(line, name, "read" or "bind")`` of every name ``tree`` reads or binds."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.lineno, node.id, "read" if isinstance(node.ctx, ast.Load) else "bind"
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            yield node.lineno, node.target.id, "read"
+        elif isinstance(node, ast.arg):
+            yield node.lineno, node.arg, "bind"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.lineno, node.name, "bind"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                yield node.lineno, (alias.asname or alias.name).split(".")[0], "bind"
+
+
+class _Flow:
+    """Where a program reads and binds each name, by line, to judge an inserted line."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.reads: dict[str, list[int]] = {}
+        self.binds: dict[str, list[int]] = {}
+        for line, name, kind in _name_events(tree):
+            (self.reads if kind == "read" else self.binds).setdefault(name, []).append(line)
+        top = {n.name for n in tree.body if isinstance(n, (*_DEFINITIONS, ast.ClassDef))}
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                top |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        self.always_bound = _BUILTINS | top  # functions may read them before their line
+
+    def score(self, index: int, reads: set[str], binds: set[str]) -> int | None:
+        """How likely a line reading ``reads`` and binding ``binds`` goes before line
+        ``index`` (0-based), ``None`` where it cannot: a name it reads is not bound yet,
+        or nothing reads what it binds later."""
+        if any(all(line > index for line in self.binds.get(name, [])) for name in reads):
+            return None
+        later = [name for name in binds if any(line > index for line in self.reads.get(name, []))]
+        if binds and not later:
+            return None
+        return sum(2 for name in later if self._unbound_at_first_read(name, index))
+
+    def _unbound_at_first_read(self, name: str, index: int) -> bool:
+        """Whether ``name`` is first read (after line ``index``) before anything binds it."""
+        first = min(line for line in self.reads[name] if line > index)
+        return not any(line < first for line in self.binds.get(name, []))
 
 
 def _pair_patches(buggy: str, message: str) -> Iterator[str]:

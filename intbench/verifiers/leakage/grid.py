@@ -17,6 +17,12 @@ A grid whose rows come reversed is a different grid and does not count.
 Grids of fewer than :data:`MIN_CELLS` cells are skipped (they occur in any
 message with numbers).
 
+A grid is also recovered when the message lists the cell edits that turn a
+test input into it ("start from the test input and set (row,col) (5,20)->2,
+(5,24)->2, ..."; ``->``, ``=``, ``:``, "to"), rows and columns counted from 1
+or from 0, one set of edits per "Test N" part; every edit must lie inside the
+grid and together they must give the whole output.
+
 A copy is no leak: a recovered output that lies inside a grid the statement
 already shows (test input, training inputs and outputs), quoted in the
 message, is that grid quoted.  When the output *is* such a shown grid, its
@@ -31,6 +37,7 @@ boundaries only).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -42,6 +49,7 @@ if TYPE_CHECKING:
     from intbench.verifiers.leakage.verdicts import LeakVerdict
 
 MIN_CELLS = 4
+MAX_EDITS = 4096  # cell edits read per message (a 30 x 30 grid has 900 cells)
 MAX_RUN = 30  # the longest ARC row: a larger count is no run length
 CUE_CHARS = 120
 
@@ -52,6 +60,8 @@ before and whether one comes before each cell (and after the last): :meth:`_Read
 _Copy = tuple[int, int, Grid]
 """Cells ``begin:end`` of a reading that spell a grid the statement shows."""
 _Token = tuple[str, int]
+_Edit = tuple[int, int, int]
+"""A cell edit: row, column (as written, from 0 or 1) and the colour it gets."""
 
 _NUMBER_WORDS = "zero one two three four five six seven eight nine".split()
 _COLOURS = {
@@ -79,6 +89,10 @@ _ANSWER_CUE = re.compile(
     r"\b(?:answer|solution|final|result|(?:test|your|correct|expected)\s+output"
     r"|output\s+(?:is|should|will)|should\s+(?:be|look|read)|looks\s+like|becomes?)\b"
 )
+_EDIT = re.compile(
+    r"\(\s*(\d{1,2})\s*,\s*(\d{1,2})\s*\)\s*(?:->|→|=>|=|:|\bto\b|\bbecomes\b)\s*(\d)(?!\d)"
+)
+_TEST_LABEL = re.compile(r"\btest\s*(?:input\s*|grid\s*|case\s*)?#?\s*\d{1,2}\b")
 _SHOWN_CUE = re.compile(r"\b(?:input|example|given|original|training|demonstration|pair)\b")
 
 
@@ -235,13 +249,63 @@ def recovered_grids(problem: Problem, message: str) -> list[Grid]:
         return []
     shown = [form for grid in _shown_grids(problem) for form in _spellings(grid)]
     text = fold(message).lower()
-    found: list[Grid] = []
+    found = [target for target in _edited_grids(problem, text) if target in targets]
     for reading in _readings(text):
         copies = _copies(reading, shown)
         for target in targets:
             if target not in found and _reveals(text, reading, target, copies):
                 found.append(target)
     return found
+
+
+def _edited_grids(problem: Problem, text: str) -> list[Grid]:
+    """The expected outputs that the cell edits of ``text`` ("set (row,col) (5,20)->2,
+    ...") make of their test inputs, rows and columns counted from 1 or from 0; one set
+    of edits per "test N" part when there are several."""
+    fields = problem.fields or {}
+    pairs = [
+        (given, target)
+        for given, target in zip(
+            fields.get("test_inputs") or [], problem.answer or [], strict=False
+        )
+        if given and target and _shape(given) == _shape(target) and given != target
+    ]
+    found: list[Grid] = []
+    for edits in _edit_parts(text) if pairs else []:
+        for (given, target), base in itertools.product(pairs, (1, 0)):
+            if target not in found and _edited(given, edits, base) == target:
+                found.append(target)
+    return found
+
+
+def _edit_parts(text: str) -> list[list[_Edit]]:
+    """The cell edits ``(row, column, colour)`` of ``text``, as written, one list per part
+    that a "test N" label starts (the whole text when it has none)."""
+    parts: list[list[_Edit]] = [[]]
+    labels = [m.start() for m in _TEST_LABEL.finditer(text)]
+    label = 0
+    for match in itertools.islice(_EDIT.finditer(text), MAX_EDITS):
+        while label < len(labels) and labels[label] < match.start():
+            parts.append([])
+            label += 1
+        parts[-1].append((int(match.group(1)), int(match.group(2)), int(match.group(3))))
+    return [edits for edits in parts if edits]
+
+
+def _edited(grid: Grid, edits: list[_Edit], base: int) -> Grid | None:
+    """``grid`` with ``edits`` applied (rows and columns counted from ``base``), ``None``
+    when one lies outside it."""
+    edited = [list(row) for row in grid]
+    for row, column, colour in edits:
+        r, c = row - base, column - base
+        if not (0 <= r < len(edited) and 0 <= c < len(edited[r])):
+            return None
+        edited[r][c] = colour
+    return edited
+
+
+def _shape(grid: Grid) -> list[int]:
+    return [len(row) for row in grid]
 
 
 def _copies(reading: _Cells, shown: list[tuple[str, Grid]]) -> list[_Copy]:
