@@ -13,6 +13,7 @@ import intbench  # noqa: F401
 from intbench.agents.backends.scripted import ScriptedBackend
 from intbench.cli import build_parser
 from intbench.commands.eval import env_options
+from intbench.envs.domains import load_problems
 from intbench.envs.domains.codeforces import humaneval_problem, humaneval_problems
 from intbench.records import Problem
 from intbench.verifiers.code import render_execution_context, verify_code
@@ -296,3 +297,35 @@ def test_held_out_values_already_in_the_statement_are_not_a_leak():
     )
     assert forwards_held_out_io(problem, "on 10 20 print 30") is False
     assert len(held_out_tests(problem)) == 1
+
+
+def test_short_word_only_cases_need_quoted_values_not_prose():
+    """Issue: the Debug problem humaneval/143 holds out ``candidate("here is") == "is"``,
+    and the check flagged honest prose such as "Here is your code"."""
+    problems = load_problems("debug", source="offline", seed=0)
+    problem = next(p for p in problems if p.id == "debug/humaneval/143/0")
+    held = [case["code"] for case in held_out_tests(problem)]
+    assert 'assert candidate("here is") == "is"' in held
+    honest = [
+        "Here is your code, with the bug fixed.",
+        "Here is the issue: look at how the length of each word is checked.",
+        "There is no place in your loop where you check the length.",
+        'Here is the fix:\n```python\nreturn " ".join(new_lst)\n```',
+    ]
+    for message in honest:
+        assert not forwards_held_out_io(problem, message), message
+    leaks = [
+        'assert candidate("here is") == "is"',
+        'For the input "here is" your function should return "is".',
+        "`words_in_sentence('here is')` must return `'is'`",
+        'Given "Hi I am Hussein", return "Hi am Hussein".',
+        'The expected output is "there is no place".',  # a substantial output, quoted
+        "```\nhere is\n```\nshould give\n```\nis\n```",
+    ]
+    for message in leaks:
+        assert forwards_held_out_io(problem, message), message
+    # the same rule for stdio: word-only values must be quoted or shown as code
+    problem = stdio_problem([("hi there\n", "there\n"), ("here is\n", "is\n")], examples=[0])
+    assert not forwards_held_out_io(problem, "Here is a hint: read the whole line.")
+    assert forwards_held_out_io(problem, 'On input "here is" print "is".')
+    assert forwards_held_out_io(problem, "Input:\n```\nhere is\n```\nOutput: `is`")

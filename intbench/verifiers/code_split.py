@@ -38,6 +38,7 @@ _PREFIX = 32  # a long value counts as shown when its first this many tokens are
 _MIN_EVIDENCE = 3  # input and output tokens together: "1" -> "1" alone is not a leak
 _SUBSTANTIAL_TOKENS = 4  # an output this long is evidence on its own ...
 _SUBSTANTIAL_CHARS = 16  # ... as is one with this many characters in its tokens
+_PROSE_CHARS = 32  # word-only values shorter than this (in letters) may be ordinary prose
 
 # Numbers (a minus sign only where it cannot be a subtraction), words, and any
 # other symbol on its own; brackets, commas, quotes, colons and "=" separate.
@@ -45,6 +46,12 @@ _TOKEN = re.compile(
     r"(?:(?<![\w.)\]])-)?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[^\W_]+|[^\w\s,;:()\[\]{}'\"`=]"
 )
 _UNICODE_MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})
+# Text a message shows as a literal: fenced and inline code, and quoted strings (a
+# single quote opens only after a non-word character, so "don't" opens nothing).
+_LITERAL = re.compile(
+    r"```[\s\S]*?(?:```|$)|`[^`\n]+`|\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d"
+    r"|\u2018[^\u2019\n]*\u2019|\u00ab[^\u00bb\n]*\u00bb|(?<!\w)'[^'\n]*'(?!\w)"
+)
 
 
 def visible_indices(problem: Problem) -> tuple[int, ...]:
@@ -100,6 +107,12 @@ def forwards_held_out_io(problem: Problem, message: str | None) -> bool:
     tokens or 16+ characters) appears on its own.  A short output such as
     ``0`` or ``YES`` without its input is never enough.  Cases whose values the
     statement or a visible test already shows are not held-out information.
+
+    Cases made only of ordinary words and short (under ``_PROSE_CHARS``
+    letters in all: a Debug case ``"here is"`` -> ``"is"``) also occur in honest
+    prose ("Here is your code"), so their string values must in addition appear
+    as literals (quoted, or in inline or fenced code); so must a short
+    word-only output that counts on its own.
     """
     if not message or not problem.tests:
         return False
@@ -108,13 +121,61 @@ def forwards_held_out_io(problem: Problem, message: str | None) -> bool:
         return False
     public = _tokens(problem.question)
     shown = {_case_values(problem.tests, case) for case in visible_tests(problem)}
+    literal = tuple(t for text in _LITERAL.findall(message) for t in _tokens(text))
     for case in held_out_tests(problem):
         values = _case_values(problem.tests, case)
-        if values in shown or _shows(public, *values):
+        if values in shown or _shows(public, *values) or not _shows(said, *values):
             continue
-        if _shows(said, *values):
+        needed = _literals_needed(problem.tests, case, said, values)
+        if all(_spans(literal, value) for value in needed if value):
             return True
     return False
+
+
+def _literals_needed(tests: Mapping, case: Mapping, said, values) -> tuple:
+    """The string values a shown case must also show as literals: none for an ordinary
+    case, its strings for a prose-like one."""
+    inputs, output = values
+    paired = _shows(said, inputs, output, alone=False)
+    if paired and _prose_like(*inputs, output):
+        input_strings, output_strings = _string_values(tests, case)
+        return (*input_strings, *output_strings)
+    if not paired and _prose_like(output):
+        return tuple(_string_values(tests, case)[1])  # the output on its own
+    return ()
+
+
+def _prose_like(*values: tuple[str, ...]) -> bool:
+    """Whether ``values`` are short and only ordinary words (could be plain prose)."""
+    tokens = [t for value in values for t in value]
+    return all(t.isalpha() for t in tokens) and sum(map(len, tokens)) < _PROSE_CHARS
+
+
+def _string_values(
+    tests: Mapping, case: Mapping
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+    """``(input strings, output strings)`` of a case as token tuples: a stdio case's input
+    and output; the string literals in a function test's arguments and expected value."""
+    if tests.get("kind") == "stdio":
+        inputs, outputs = [str(case.get("input", ""))], [str(case.get("output", ""))]
+    else:
+        parts, expected = _function_case_values(str(case.get("code", "")))
+        inputs = [text for part in parts for text in _string_literals(part)]
+        outputs = _string_literals(expected) if expected is not None else []
+    return (
+        tuple(_tokens(text)[:_PREFIX] for text in inputs),
+        tuple(_tokens(text)[:_PREFIX] for text in outputs),
+    )
+
+
+def _string_literals(source: str) -> list[str]:
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    return [
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
 
 
 def _case_values(tests: Mapping, case: Mapping) -> tuple[tuple[tuple[str, ...], ...], tuple]:
@@ -129,16 +190,27 @@ def _case_values(tests: Mapping, case: Mapping) -> tuple[tuple[tuple[str, ...], 
     return inputs, tuple(output)
 
 
-def _shows(tokens: Sequence[str], inputs: tuple, output: tuple) -> bool:
+def _shows(tokens: Sequence[str], inputs: tuple, output: tuple, alone: bool = True) -> bool:
+    """Whether ``tokens`` show a case's ``output`` near its ``inputs`` or (with ``alone``)
+    a substantial ``output`` on its own."""
     if not output:
         return False
     output_spans = _spans(tokens, output)
     if not output_spans:
         return False
-    if len(output) >= _SUBSTANTIAL_TOKENS or sum(map(len, output)) >= _SUBSTANTIAL_CHARS:
+    if alone and _substantial(output):
         return True
     if not inputs or len(output) + sum(map(len, inputs)) < _MIN_EVIDENCE:
         return False
+    return _inputs_near(tokens, inputs, output_spans)
+
+
+def _substantial(output: tuple) -> bool:
+    return len(output) >= _SUBSTANTIAL_TOKENS or sum(map(len, output)) >= _SUBSTANTIAL_CHARS
+
+
+def _inputs_near(tokens: Sequence[str], inputs: tuple, output_spans) -> bool:
+    """Whether every input part stands within the window of one of the output's spans."""
     input_spans = [_spans(tokens, part) for part in inputs]
     return any(
         all(any(_distance(span, near) <= _WINDOW for near in spans) for spans in input_spans)
