@@ -23,7 +23,6 @@ import argparse
 import os
 import platform
 import re
-import resource
 import shlex
 import statistics
 import subprocess
@@ -32,18 +31,12 @@ import tempfile
 from pathlib import Path
 
 import yaml
+from train_smoke import CONFIGS, ROOT, cpu_seconds
 
-ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "intbench" / "training" / "configs"
 DEFAULT_OUTPUT = Path(__file__).parent / "results" / "teaching_step_cost.md"
 PRESETS = ("success", "teaching")
 TARGET = 2.0
 _LOGGED = re.compile(r"'(step_time|reward|reward_std)': '?(-?[0-9.e+-]+|nan)'?")
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def one_step(protocol: str, preset: str, scratch: Path, tag: str) -> dict:
@@ -60,12 +53,12 @@ def one_step(protocol: str, preset: str, scratch: Path, tag: str) -> dict:
     }
     command = [sys.executable, "-m", "intbench.cli", "train", "grpo", "--config", str(path),
                "--output-dir", str(scratch / f"out-{tag}-{preset}")]  # fmt: skip
-    before = _cpu_seconds()
+    before = cpu_seconds()
     result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"{protocol}/{preset}: exit {result.returncode}\n{result.stderr[-3000:]}")
     logged = {name: float(value) for name, value in _LOGGED.findall(result.stdout)}
-    return {"cpu_s": _cpu_seconds() - before, **logged}
+    return {"cpu_s": cpu_seconds() - before, **logged}
 
 
 def report(rows: dict[str, dict[str, list[dict]]], command: str) -> str:

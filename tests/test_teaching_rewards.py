@@ -597,14 +597,7 @@ def test_procedural_variants_never_share_the_original_answer(domain):
 
 
 # ------------------------------------------ undetermined leak checks and the LLM judge
-def _play(env, index: int, message: str | None, seed: int = 0) -> tuple[float, dict]:
-    env.reset(seed=seed, options={"problem_index": index})
-    total, done, info = 0.0, False, {}
-    while not done:
-        action = {"intervene": 1, "message": message} if message else WAIT
-        _, reward, done, _, info = env.step(action)
-        total += reward
-    return total, info["record"]["reward_components"]
+_play = feedback_return  # any protocol: the episode's return and components
 
 
 @pytest.mark.parametrize("protocol", ["", "-Feedback", "-Tutor"])
